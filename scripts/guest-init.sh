@@ -1,0 +1,71 @@
+#!/bin/bash
+# PID 1 of the guest that scripts/vm-run.sh boots. The root filesystem is the
+# host's /, read-only, over virtio-9p. This sets up a minimal system, runs the
+# command vm-run.sh left in $CFSB_RUNDIR, records its exit status there and
+# powers off. The kernel passes CFSB_* from its command line as environment.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root LANG=C.UTF-8 TERM=dumb
+
+poweroff_now() {
+	sync
+	echo o >/proc/sysrq-trigger
+	sleep 10
+}
+
+fail() {
+	echo "guest-init: $*" >/dev/console
+	poweroff_now
+}
+
+mount -t proc proc /proc || fail "cannot mount /proc"
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+for dir in /tmp /run /var/tmp /var/lib /var/log /var/cache /root; do
+	mount -t tmpfs -o mode=0755 tmpfs "$dir" || fail "cannot mount tmpfs on $dir"
+done
+chmod 1777 /tmp /var/tmp
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true
+
+# The run directory and the checkout, read-write, at the host's paths.
+mkdir -p "$CFSB_RUNDIR" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 cfsbrun "$CFSB_RUNDIR" ||
+	fail "cannot mount the run directory"
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 cfsbrepo "$CFSB_REPO" ||
+	fail "cannot mount the checkout"
+
+case $CFSB_CGROUP in
+v1)
+	mount -t tmpfs -o mode=0755 cgroup /sys/fs/cgroup
+	for ctrl in cpu,cpuacct cpuset memory pids devices freezer blkio perf_event hugetlb; do
+		mkdir -p "/sys/fs/cgroup/$ctrl"
+		mount -t cgroup -o "$ctrl" cgroup "/sys/fs/cgroup/$ctrl" ||
+			fail "cannot mount the v1 $ctrl hierarchy"
+	done
+	ln -s cpu,cpuacct /sys/fs/cgroup/cpu
+	ln -s cpu,cpuacct /sys/fs/cgroup/cpuacct
+	mkdir -p /sys/fs/cgroup/systemd
+	mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd
+	;;
+*)
+	mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup || fail "cannot mount cgroup2"
+	echo "+cpu +cpuset +memory +io +pids" >/sys/fs/cgroup/cgroup.subtree_control ||
+		fail "cannot enable the v2 controllers"
+	;;
+esac
+
+hostname cfsb-guest
+ip link set lo up 2>/dev/null
+
+# The command's output goes to the virtio console, byte for byte.
+out=/dev/hvc0
+[[ -c $out ]] || fail "no virtio console for the command output"
+stty -F "$out" raw -echo 2>/dev/null
+
+cd "$CFSB_REPO" || fail "cannot enter $CFSB_REPO"
+bash -c "$(cat "$CFSB_RUNDIR/command")" </dev/null >"$out" 2>&1
+status=$?
+echo "$status" >"$CFSB_RUNDIR/exit-status"
+echo "guest-init: command exited with status $status" >/dev/kmsg
+poweroff_now

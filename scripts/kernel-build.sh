@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# Build a Linux 6.12 kernel for the QEMU guest: stock, or with the
+# kernel/patches series applied. Incremental and stale-safe.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+usage() {
+	cat <<EOF
+Usage: ${0##*/} [--variant patched|stock] [--arch x86_64|arm64] [--config default|debug]
+                [--jobs N] [--keep-tree] [--print-image]
+
+Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
+  - installs the Debian packages it needs ($KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION, compilers, ccache, qemu);
+  - unpacks the source once into a git repository (commit tagged cfsb-base);
+  - "patched": a worktree with kernel/patches/*.patch applied by git am; the
+    applied series is recorded by hash, and a changed series (or a tree that
+    was modified by hand) is reset to the base and re-applied, so only the
+    files the patches touch are rebuilt;
+  - configures: the architecture's defconfig, merged with
+    kernel/config/guest.config (trimmed for the guest), Kconfig.fragment and,
+    for --config debug, kernel/config/debug.config; checks that every option
+    of Kconfig.fragment took effect;
+  - builds with ccache; when nothing changed it returns at once.
+
+Options:
+  --variant V    patched (default) or stock (the unmodified base, for comparisons)
+  --arch A       x86_64 (default) or arm64 (cross-compiled, for a Raspberry Pi 4 class guest)
+  --config C     default, or debug (lockdep, atomic-sleep and list debugging)
+  --jobs N       parallel make jobs (default: nproc)
+  --keep-tree    use the patched tree as it is (for working on the series in
+                 place); without it a hand-modified tree is reset
+  --print-image  print only the image path when done (for scripts)
+Environment: CFSB_CACHE (default ~/.cache/cfs-borrowing).
+EOF
+}
+
+variant=patched arch=x86_64 config=default jobs=$(nproc) keep_tree=0 print_image=0
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--variant) variant=${2:?}; shift 2 ;;
+	--arch) arch=${2:?}; shift 2 ;;
+	--config) config=${2:?}; shift 2 ;;
+	--jobs) jobs=${2:?}; shift 2 ;;
+	--keep-tree) keep_tree=1; shift ;;
+	--print-image) print_image=1; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) usage >&2; die "unknown argument '$1'" ;;
+	esac
+done
+[[ $variant == patched || $variant == stock ]] || die "--variant must be patched or stock"
+[[ $config == default || $config == debug ]] || die "--config must be default or debug"
+karch=$(arch_kernel_arch "$arch")
+cross=$(arch_cross_compile "$arch")
+
+start=$(now_s)
+# shellcheck disable=SC2207
+ensure_packages "${HOST_PACKAGES[@]}" $(arch_packages "$arch")
+mkdir -p "$CFSB_CACHE"
+
+repo=$(kernel_repo)
+tree=$(kernel_tree "$variant")
+build=$(kernel_build_dir "$variant" "$arch" "$config")
+
+# --- source ---------------------------------------------------------------
+ensure_repo() {
+	local stamp="$repo/.git/cfsb-base-version"
+	if [[ -d $repo/.git && $(cat "$stamp" 2>/dev/null) == "$KERNEL_SOURCE_PKG_VERSION" ]]; then
+		return 0
+	fi
+	[[ -e $repo ]] && { log "removing $repo (other source version)"; rm -rf "$repo" "$(kernel_tree patched)"; }
+	log "unpacking $KERNEL_SOURCE_TARBALL into $repo"
+	local tmp="$CFSB_CACHE/unpack.$$"
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	tar -C "$tmp" -xf "$KERNEL_SOURCE_TARBALL"
+	mv "$tmp/linux-source-6.12" "$repo"
+	rmdir "$tmp"
+	grep -q "^SUBLEVEL = ${KERNEL_BASE_VERSION##*.}\$" "$repo/Makefile" ||
+		die "$KERNEL_SOURCE_TARBALL is not $KERNEL_BASE_VERSION"
+	(
+		cd "$repo"
+		git init -q
+		git config user.name "cfs-borrowing build"
+		git config user.email "build@localhost"
+		git config core.autocrlf false
+		git config gc.auto 0
+		printf '/build-*/\n' >>.git/info/exclude
+		# Debian's tarball ships a .gitignore that ignores everything.
+		git add -f -A .
+		# Fixed metadata: the base commit has the same id on every machine.
+		GIT_AUTHOR_DATE=2025-01-01T00:00:00Z GIT_COMMITTER_DATE=2025-01-01T00:00:00Z \
+			git commit -q -m "Linux $KERNEL_BASE_VERSION ($KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION)"
+		git tag cfsb-base
+	)
+	echo "$KERNEL_SOURCE_PKG_VERSION" >"$stamp"
+}
+
+# prepare_tree: make $tree hold exactly the base (+ the series), reusing it
+# when it already does.
+prepare_tree() {
+	if [[ $variant == stock ]]; then
+		if [[ $(git -C "$tree" rev-parse HEAD) != "$(git -C "$tree" rev-parse cfsb-base)" ]] ||
+			[[ -n $(git -C "$tree" status --porcelain --untracked-files=no) ]]; then
+			log "stock tree differs from the base: resetting it"
+			git -C "$tree" checkout -q --detach cfsb-base
+			git -C "$tree" reset -q --hard cfsb-base
+		fi
+		return 0
+	fi
+	if [[ ! -d $tree ]]; then
+		git -C "$repo" worktree prune
+		git -C "$repo" worktree add -q --detach "$tree" cfsb-base
+	fi
+	local stampf want have
+	stampf=$(git -C "$tree" rev-parse --absolute-git-dir)/cfsb-series
+	mapfile -t patches < <(series_patches)
+	[[ ${#patches[@]} -gt 0 ]] || die "no patches in kernel/patches"
+	want=$(files_hash "${patches[@]}")
+	have=$(cat "$stampf" 2>/dev/null || true)
+	if [[ $keep_tree -eq 1 ]]; then
+		log "--keep-tree: using $tree as it is"
+		return 0
+	fi
+	if [[ $have == "$want $(git -C "$tree" rev-parse HEAD)" ]] &&
+		[[ -z $(git -C "$tree" status --porcelain --untracked-files=no) ]]; then
+		return 0
+	fi
+	[[ -n $have ]] && log "patch series or tree changed: re-applying ${#patches[@]} patches"
+	rm -f "$stampf"
+	git -C "$tree" am --abort >/dev/null 2>&1 || true
+	git -C "$tree" reset -q --hard cfsb-base
+	if ! git -C "$tree" am -q --whitespace=nowarn "${patches[@]}"; then
+		git -C "$tree" am --abort >/dev/null 2>&1 || true
+		git -C "$tree" reset -q --hard cfsb-base
+		die "the series does not apply to $KERNEL_BASE_VERSION"
+	fi
+	echo "$want $(git -C "$tree" rev-parse HEAD)" >"$stampf"
+}
+
+# --- configuration --------------------------------------------------------
+fragments=("$CFSB_ROOT/kernel/config/guest.config" "$CFSB_ROOT/Kconfig.fragment")
+[[ $config == debug ]] && fragments+=("$CFSB_ROOT/kernel/config/debug.config")
+
+# check_config: every option Kconfig.fragment sets must be in .config.
+# Options the tree does not know (the series' own, in the stock tree) are
+# skipped.
+check_config() {
+	local line sym bad=()
+	while IFS= read -r line; do
+		case $line in
+		CONFIG_*=*)
+			sym=${line%%=*}
+			grep -qxF "$line" "$build/.config" && continue
+			grep -rqsx --include='Kconfig*' "config ${sym#CONFIG_}" "$tree" || continue
+			bad+=("$line (have: $(grep -E "^(# )?$sym[= ]" "$build/.config" || echo unset))")
+			;;
+		"# CONFIG_"*" is not set")
+			sym=${line#\# }
+			sym=${sym%% *}
+			grep -q "^$sym=" "$build/.config" && bad+=("$line (have: $(grep "^$sym=" "$build/.config"))")
+			;;
+		esac
+	done <"$CFSB_ROOT/Kconfig.fragment"
+	[[ ${#bad[@]} -eq 0 ]] || die "options of Kconfig.fragment did not take effect (missing dependency?):$(printf '\n  %s' "${bad[@]}")"
+}
+
+configure() {
+	local want have
+	want=$(printf '%s %s %s %s\n' "$arch" "$(arch_defconfig "$arch")" "$KERNEL_SOURCE_PKG_VERSION" \
+		"$(files_hash "${fragments[@]}")" | sha256sum | cut -d' ' -f1)
+	have=$(cat "$build/.cfsb-config" 2>/dev/null || true)
+	[[ -f $build/.config && $have == "$want" ]] && return 0
+	log "configuring $build"
+	mkdir -p "$build"
+	rm -f "$build/.cfsb-config" "$build/.cfsb-built"
+	make -s -C "$tree" O="$build" ARCH="$karch" CROSS_COMPILE="$cross" "$(arch_defconfig "$arch")" >/dev/null
+	(cd "$tree" && ARCH=$karch CROSS_COMPILE=$cross ./scripts/kconfig/merge_config.sh -m -Q \
+		-O "$build" "$build/.config" "${fragments[@]}" >"$build/merge_config.log" 2>&1) ||
+		die "merge_config.sh failed: see $build/merge_config.log"
+	make -s -C "$tree" O="$build" ARCH="$karch" CROSS_COMPILE="$cross" olddefconfig >/dev/null
+	check_config
+	echo "$want" >"$build/.cfsb-config"
+}
+
+# --- build ----------------------------------------------------------------
+build_kernel() {
+	local image want
+	image="$build/$(arch_image "$arch")"
+	want="$(cat "$build/.cfsb-config") $(git -C "$tree" rev-parse HEAD)"
+	if [[ -f $image && $(cat "$build/.cfsb-built" 2>/dev/null) == "$want" ]] &&
+		[[ -z $(git -C "$tree" status --porcelain --untracked-files=no) ]]; then
+		log "$variant $arch/$config kernel is up to date"
+		return 0
+	fi
+	rm -f "$build/.cfsb-built"
+	export CCACHE_DIR="$CFSB_CACHE/ccache" CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}
+	export CCACHE_COMPILERCHECK=content
+	log "building $variant $arch/$config kernel in $build (make -j$jobs)"
+	local t0
+	t0=$(now_s)
+	make -s -C "$tree" O="$build" ARCH="$karch" CROSS_COMPILE="$cross" \
+		CC="ccache ${cross}gcc" -j"$jobs" \
+		KBUILD_BUILD_USER=cfsb KBUILD_BUILD_HOST=qemu-guest
+	echo "$want" >"$build/.cfsb-built"
+	log "built in $(($(now_s) - t0)) s"
+}
+
+ensure_repo
+prepare_tree
+configure
+build_kernel
+log "done in $(($(now_s) - start)) s"
+if [[ $print_image -eq 1 ]]; then
+	echo "$build/$(arch_image "$arch")"
+else
+	log "image: $build/$(arch_image "$arch")"
+fi

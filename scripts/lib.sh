@@ -1,0 +1,110 @@
+# shellcheck shell=bash
+# Shared helpers for the project's scripts. Source it; do not execute it.
+#
+# Everything that is expensive to recreate (kernel source trees, build
+# directories, ccache) lives under $CFSB_CACHE, outside the checkout, so that
+# later runs on the same machine rebuild incrementally.
+
+# The repository root, whatever the caller's working directory.
+CFSB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CFSB_CACHE=${CFSB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cfs-borrowing}
+
+# The kernel the series is based on: Debian's linux-source-6.12 package.
+KERNEL_SOURCE_PKG=linux-source-6.12
+KERNEL_SOURCE_PKG_VERSION=6.12.117-1~deb12u1
+KERNEL_SOURCE_TARBALL=/usr/src/linux-source-6.12.tar.xz
+KERNEL_BASE_VERSION=6.12.117
+
+# Debian packages the host side needs (build, boot, selftests).
+HOST_PACKAGES=(
+	"$KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION"
+	build-essential bc bison flex libelf-dev libssl-dev cpio kmod xz-utils
+	ccache git rsync python3 qemu-system-x86 shellcheck
+)
+
+log() { printf '[%s] %s\n' "${0##*/}" "$*" >&2; }
+die() { printf '[%s] error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+
+# now_s: seconds since the epoch, for timing steps.
+now_s() { date +%s; }
+
+# ensure_packages PKG...: install the Debian packages that are missing.
+# Idempotent: only calls apt when something is missing.
+ensure_packages() {
+	local missing=() pkg name want
+	for pkg in "$@"; do
+		name=${pkg%%=*}
+		want=""
+		[[ $pkg == *=* ]] && want=${pkg#*=}
+		if ! dpkg-query -W -f='${Status} ${Version}\n' "$name" 2>/dev/null |
+			grep -q "^install ok installed ${want}"; then
+			missing+=("$pkg")
+		fi
+	done
+	[[ ${#missing[@]} -eq 0 ]] && return 0
+	[[ $(id -u) -eq 0 ]] || die "need root to install: ${missing[*]}"
+	log "installing: ${missing[*]}"
+	# An old or missing package index makes apt fail to find packages.
+	if [[ ! -f /var/lib/apt/periodic/cfsb-updated ]] ||
+		[[ -n $(find /var/lib/apt/periodic/cfsb-updated -mmin +1440 2>/dev/null) ]]; then
+		apt-get update -qq
+		mkdir -p /var/lib/apt/periodic && touch /var/lib/apt/periodic/cfsb-updated
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >/dev/null
+}
+
+# Architecture table: one place to add an architecture.
+#   kernel ARCH, cross compiler prefix, image path, defconfig, qemu binary
+arch_kernel_arch() {
+	case $1 in
+	x86_64) echo x86 ;;
+	arm64) echo arm64 ;;
+	*) die "unknown architecture '$1' (known: x86_64, arm64)" ;;
+	esac
+}
+arch_cross_compile() {
+	case $1 in
+	x86_64) echo "" ;;
+	arm64) [[ $(uname -m) == aarch64 ]] && echo "" || echo aarch64-linux-gnu- ;;
+	esac
+}
+arch_image() {
+	case $1 in
+	x86_64) echo arch/x86/boot/bzImage ;;
+	arm64) echo arch/arm64/boot/Image ;;
+	esac
+}
+arch_defconfig() {
+	case $1 in
+	x86_64) echo x86_64_defconfig ;;
+	arm64) echo defconfig ;;
+	esac
+}
+arch_packages() {
+	case $1 in
+	x86_64) echo qemu-system-x86 ;;
+	arm64) echo qemu-system-arm gcc-aarch64-linux-gnu ;;
+	esac
+}
+
+# Kernel trees: one git repository with the pristine source committed as
+# the base, and one worktree per variant ("stock", "patched").
+kernel_repo() { echo "$CFSB_CACHE/linux-stock"; }
+kernel_tree() { echo "$CFSB_CACHE/linux-$1"; }
+# The build directory is a direct child of the tree, so that Kbuild uses the
+# relative srctree "..": the preprocessed output is then identical in both
+# trees and ccache hits across them.
+kernel_build_dir() { echo "$(kernel_tree "$1")/build-$2-$3"; }
+kernel_image_path() { echo "$(kernel_build_dir "$1" "$2" "$3")/$(arch_image "$2")"; }
+
+# sha256 of the given files' names and contents, in order.
+files_hash() {
+	local f
+	for f in "$@"; do
+		printf '%s\n' "${f##*/}"
+		cat "$f"
+	done | sha256sum | cut -d' ' -f1
+}
+
+series_patches() { find "$CFSB_ROOT/kernel/patches" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | sort; }

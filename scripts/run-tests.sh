@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The project's test command: builds what it needs, then runs every test.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+usage() {
+	cat <<EOF
+Usage: ${0##*/} [--results DIR] [--skip-build]
+
+Runs every test of the project and ends with "N passed, N failed, N skipped":
+  1. static checks: shellcheck, ruff (if installed), checkpatch --strict on
+     kernel/patches;
+  2. builds the stock and the patched kernel (scripts/kernel-build.sh) and the
+     selftests (selftests/Makefile);
+  3. scripts/vm-run.sh itself: output and exit status pass through;
+  4. in the patched kernel on cgroup v2: the KUnit suite, test_borrowing and
+     the upstream test_cpu; on cgroup v1: the KUnit suite and test_borrowing;
+  5. the upstream test_cpu on the stock kernel (cgroup v2), and the check
+     that every test passing there passes on the patched kernel.
+TAP output of every suite is kept in the results directory (default
+results/tests).
+EOF
+}
+
+results=$CFSB_ROOT/results/tests skip_build=0
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--results) results=${2:?}; shift 2 ;;
+	--skip-build) skip_build=1; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) usage >&2; die "unknown argument '$1'" ;;
+	esac
+done
+
+t0=$(now_s)
+rm -rf "$results"
+mkdir -p "$results"
+
+# --- 1. static checks -------------------------------------------------------
+static_checks() {
+	local out=$results/static.tap n=0 status=0
+	check() {
+		local name=$1
+		shift
+		n=$((n + 1))
+		if "$@" >"$results/static-$n.log" 2>&1; then
+			echo "ok $n $name"
+		else
+			echo "not ok $n $name"
+			sed 's/^/# /' "$results/static-$n.log" | head -40
+			status=1
+		fi
+	}
+	{
+		echo "TAP version 13"
+		check "shellcheck scripts and selftests" \
+			shellcheck -x "$CFSB_ROOT"/scripts/*.sh "$CFSB_ROOT"/selftests/*.sh "$CFSB_ROOT/.ci/run"
+		if command -v ruff >/dev/null; then
+			check "ruff" ruff check "$CFSB_ROOT/scripts"
+		fi
+		check "checkpatch --strict on kernel/patches" "$CFSB_ROOT/scripts/kernel-series.sh" checkpatch
+		echo "1..$n"
+	} | tee "$out"
+	return $status
+}
+
+log "static checks"
+ensure_packages "${HOST_PACKAGES[@]}"
+# checkpatch needs a kernel tree: make sure the source is unpacked.
+[[ $skip_build -eq 1 ]] || "$CFSB_ROOT/scripts/kernel-build.sh" --variant stock
+static_checks || true
+
+# --- 2. builds --------------------------------------------------------------
+if [[ $skip_build -eq 0 ]]; then
+	"$CFSB_ROOT/scripts/kernel-build.sh" --variant patched
+fi
+stock_image=$(kernel_image_path stock x86_64 default)
+patched_image=$(kernel_image_path patched x86_64 default)
+make -s -C "$CFSB_ROOT/selftests" KSRC="$(kernel_tree stock)"
+
+# --- 3. vm-run.sh itself ----------------------------------------------------
+vm_run_checks() {
+	local out rc
+	echo "TAP version 13"
+	set +e
+	out=$("$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" -- \
+		bash -c 'printf "out\n"; printf "err\n" >&2; exit 7')
+	rc=$?
+	set -e
+	if [[ $rc -eq 7 ]]; then echo "ok 1 exit status passes through"; else echo "not ok 1 exit status passes through (got $rc)"; fi
+	if [[ $out == $'out\nerr' ]]; then echo "ok 2 output streams byte for byte"; else echo "not ok 2 output streams byte for byte (got '$out')"; fi
+	set +e
+	out=$("$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v1 --cpus 1 -- \
+		bash -c 'test "$(nproc)" = 1 && test -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us && touch /tmp/x && pwd' 2>&1)
+	rc=$?
+	set -e
+	if [[ $rc -eq 0 && $out == "$CFSB_ROOT" ]]; then echo "ok 3 --cgroup v1 --cpus 1, checkout at its path"; else echo "not ok 3 --cgroup v1 --cpus 1, checkout at its path (rc $rc: $out)"; fi
+	set +e
+	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" -- bash -c 'echo 1 > /proc/sys/kernel/sysrq; echo c > /proc/sysrq-trigger' >/dev/null 2>&1
+	rc=$?
+	set -e
+	if [[ $rc -ne 0 ]]; then echo "ok 4 a guest crash fails the run"; else echo "not ok 4 a guest crash fails the run"; fi
+	echo "1..4"
+}
+log "scripts/vm-run.sh checks"
+vm_run_checks | tee "$results/vm-run.tap"
+
+# --- 4. the patched kernel --------------------------------------------------
+for cg in v2 v1; do
+	suites=(kunit borrowing)
+	[[ $cg == v2 ]] && suites+=(test_cpu)
+	log "patched kernel, cgroup $cg: ${suites[*]}"
+	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup "$cg" -- \
+		selftests/run-in-guest.sh "$results/patched-$cg" "${suites[@]}" || true
+done
+
+# --- 5. the stock kernel ----------------------------------------------------
+log "stock kernel, cgroup v2: test_cpu"
+"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup v2 -- \
+	selftests/run-in-guest.sh "$results/stock-v2" test_cpu || true
+
+log "all tests ran in $(($(now_s) - t0)) s"
+echo
+python3 "$CFSB_ROOT/scripts/tap_summary.py" \
+	--same-or-better "$results/stock-v2/test_cpu.tap" "$results/patched-v2/test_cpu.tap" \
+	"$results/static.tap" "$results/vm-run.tap" \
+	"$results/patched-v2/kunit.tap" "$results/patched-v2/borrowing.tap" "$results/patched-v2/test_cpu.tap" \
+	"$results/patched-v1/kunit.tap" "$results/patched-v1/borrowing.tap" \
+	"$results/stock-v2/test_cpu.tap"

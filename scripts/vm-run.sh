@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Boot a kernel in QEMU (TCG) with the host's / as a read-only root, run one
+# command as root inside, and exit with its status.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+usage() {
+	cat <<EOF
+Usage: ${0##*/} [--kernel BZIMAGE] [--cgroup v1|v2] [--cpus N] [--mem SIZE]
+                [--timeout SEC] [--accel tcg|kvm] [--arch x86_64|arm64] -- CMD [ARG...]
+
+Boots the kernel in QEMU and runs CMD as root in the guest, in the project
+checkout ($CFSB_ROOT), which the guest sees read-write at the same path.
+The rest of the host's / is the guest's root, read-only; /tmp, /run, /var
+and /root are fresh tmpfs. CMD's output (stdout and stderr) is streamed; the
+exit status is CMD's. The kernel log goes to a file; the run fails if the
+guest does not boot, panics, times out, or the kernel logs a BUG, WARNING,
+Oops or similar (panic_on_warn is set).
+
+Options:
+  --kernel IMAGE  kernel image (default: the patched kernel scripts/kernel-build.sh built)
+  --cgroup V      v2 (default): the unified hierarchy at /sys/fs/cgroup, with
+                  the cpu, cpuset, memory, io and pids controllers enabled;
+                  v1: one hierarchy per controller under /sys/fs/cgroup, cpu
+                  and cpuacct together at cpu,cpuacct (as Ubuntu 20.04 mounts them)
+  --cpus N        virtual CPUs (default 2)
+  --mem SIZE      guest memory (default 2G)
+  --timeout SEC   hard limit for the whole run (default \$CFSB_VM_TIMEOUT or 3600)
+  --accel A       tcg (default), or kvm where it works (not on every host)
+  --arch A        x86_64 (default) or arm64
+  --keep-log      keep the kernel log and print its path
+Environment: CFSB_VM_EXTRA_CMDLINE adds kernel parameters.
+Example: ${0##*/} --cgroup v1 -- cat /sys/fs/cgroup/cpu/cpu.cfs_period_us
+EOF
+}
+
+kernel="" cgroup=v2 cpus=2 mem=2G timeout=${CFSB_VM_TIMEOUT:-3600} accel=tcg arch=x86_64 keep_log=0
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--kernel) kernel=${2:?}; shift 2 ;;
+	--cgroup) cgroup=${2:?}; shift 2 ;;
+	--cpus) cpus=${2:?}; shift 2 ;;
+	--mem) mem=${2:?}; shift 2 ;;
+	--timeout) timeout=${2:?}; shift 2 ;;
+	--accel) accel=${2:?}; shift 2 ;;
+	--arch) arch=${2:?}; shift 2 ;;
+	--keep-log) keep_log=1; shift ;;
+	-h | --help) usage; exit 0 ;;
+	--) shift; break ;;
+	*) usage >&2; die "unknown argument '$1' (the command goes after --)" ;;
+	esac
+done
+[[ $# -gt 0 ]] || { usage >&2; die "no command given"; }
+[[ $cgroup == v1 || $cgroup == v2 ]] || die "--cgroup must be v1 or v2"
+[[ $cpus =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer"
+[[ $timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
+[[ $accel == tcg || $accel == kvm ]] || die "--accel must be tcg or kvm"
+[[ -n $kernel ]] || kernel=$(kernel_image_path patched "$arch" default)
+[[ -f $kernel ]] || die "no kernel image at $kernel: run scripts/kernel-build.sh first"
+
+case $arch in
+x86_64)
+	qemu=(qemu-system-x86_64 -machine pc -cpu max)
+	console=ttyS0
+	;;
+arm64)
+	qemu=(qemu-system-aarch64 -machine virt -cpu max)
+	console=ttyAMA0
+	;;
+*) die "unknown architecture '$arch'" ;;
+esac
+command -v "${qemu[0]}" >/dev/null || die "${qemu[0]} not found: run scripts/kernel-build.sh --arch $arch (it installs QEMU)"
+if [[ $accel == kvm ]]; then
+	[[ -w /dev/kvm ]] || die "--accel kvm: /dev/kvm is not usable"
+	qemu+=(-accel kvm)
+else
+	qemu+=(-accel tcg,thread=multi)
+fi
+
+rundir=$(mktemp -d /tmp/vm-run.XXXXXX)
+cleanup() {
+	if [[ $keep_log -eq 1 ]]; then
+		log "kernel log: $rundir/console.log"
+	else
+		rm -rf "$rundir"
+	fi
+}
+trap cleanup EXIT
+
+# The command, quoted for bash, for the guest's init to run.
+printf '%q ' "$@" >"$rundir/command"
+printf '\n' >>"$rundir/command"
+
+cmdline=(
+	"console=$console" root=/dev/root rootfstype=9p ro
+	"rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose"
+	"init=$CFSB_ROOT/scripts/guest-init.sh"
+	panic=-1 panic_on_warn=1 oops=panic softlockup_panic=1
+	loglevel=6 mitigations=off nokaslr
+	"CFSB_RUNDIR=$rundir" "CFSB_REPO=$CFSB_ROOT" "CFSB_CGROUP=$cgroup"
+)
+# shellcheck disable=SC2206
+[[ -n ${CFSB_VM_EXTRA_CMDLINE:-} ]] && cmdline+=($CFSB_VM_EXTRA_CMDLINE)
+
+qemu+=(
+	-smp "$cpus" -m "$mem" -nodefaults -no-reboot -display none -monitor none
+	-kernel "$kernel" -append "${cmdline[*]}"
+	-serial "file:$rundir/console.log"
+	-fsdev "local,id=rootfs,path=/,security_model=none,readonly=on"
+	-device "virtio-9p-pci,fsdev=rootfs,mount_tag=/dev/root"
+	-fsdev "local,id=repo,path=$CFSB_ROOT,security_model=none"
+	-device "virtio-9p-pci,fsdev=repo,mount_tag=cfsbrepo"
+	-fsdev "local,id=rundir,path=$rundir,security_model=none"
+	-device "virtio-9p-pci,fsdev=rundir,mount_tag=cfsbrun"
+	-device virtio-serial-pci
+	-chardev "stdio,id=cmdout,signal=off"
+	-device "virtconsole,chardev=cmdout"
+)
+
+start=$(now_s)
+set +e
+# QEMU reads the command output channel's input from stdin: give it none.
+timeout -k 10 "$timeout" "${qemu[@]}" </dev/null 2>"$rundir/qemu.err"
+qemu_rc=$?
+set -e
+
+# A line the kernel prints when something went wrong, whatever CMD says.
+splat_re='(Kernel panic|BUG:|WARNING:|Oops|general protection fault|UBSAN:|KASAN:|INFO: task .* blocked|rcu: INFO: rcu_.* detected stalls|Call Trace:)'
+if grep -Eq "$splat_re" "$rundir/console.log"; then
+	keep_log=1
+	log "the kernel reported a problem:"
+	grep -E -m5 -A20 "$splat_re" "$rundir/console.log" | head -60 >&2
+	exit 1
+fi
+if [[ $qemu_rc -eq 124 || $qemu_rc -eq 137 ]]; then
+	keep_log=1
+	tail -20 "$rundir/console.log" >&2
+	die "the guest timed out after $timeout s"
+fi
+if [[ ! -f $rundir/exit-status ]]; then
+	keep_log=1
+	grep -v 'host doesn.t support requested feature' "$rundir/qemu.err" >&2 || true
+	tail -30 "$rundir/console.log" >&2
+	die "the guest stopped without running the command (QEMU exit $qemu_rc): boot failure?"
+fi
+status=$(cat "$rundir/exit-status")
+[[ -n ${CFSB_VM_VERBOSE:-} ]] && log "guest ran for $(($(now_s) - start)) s, command exit status $status"
+exit "$status"

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers for the cpu.cfs.borrowing_us selftests that hide the differences
+ * between cgroup v1 (cpu,cpuacct hierarchy) and v2. File access itself is
+ * done with the upstream cgroup selftests' cgroup_util.
+ */
+#ifndef BORROWING_UTIL_H
+#define BORROWING_UTIL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define BORROWING_FILE "cpu.cfs.borrowing_us"
+#define USEC_PER_MSEC 1000L
+#define USEC_PER_SEC 1000000L
+
+/* Finds the hierarchy with the cpu controller; 0 on success. */
+int bcg_init(void);
+bool bcg_is_v1(void);
+const char *bcg_root(void);
+
+/* Creates a cgroup under @parent with the cpu controller; malloc'd path. */
+char *bcg_create(const char *parent, const char *name);
+/* Kills what runs in @cg and removes it with its descendants. */
+int bcg_destroy(const char *cg);
+
+/* Bandwidth: quota < 0 removes the limit. */
+int bcg_set_bandwidth(const char *cg, long quota_us, long period_us);
+int bcg_set_burst(const char *cg, long burst_us);
+
+/* CPU time the group used, in microseconds. */
+long bcg_usage_usec(const char *cg);
+/*
+ * A cpu.stat counter by its v2 name; for v1 the *_usec keys are read from
+ * their *_time (ns) twins and converted.
+ */
+long bcg_stat(const char *cg, const char *v2_key);
+
+/* The outstanding borrowing, or -1. */
+long bcg_borrowing(const char *cg);
+/* Writes a string to cpu.cfs.borrowing_us: 0 or -errno. */
+int bcg_write_borrowing(const char *cg, const char *value);
+/* Charges @usec: 0 or -errno. */
+int bcg_charge(const char *cg, long usec);
+
+/* Starts a process that spins on CPU @cpu inside @cg; returns its pid. */
+pid_t bcg_start_hog(const char *cg, int cpu);
+
+/* Sleeps @usec microseconds, whatever signals arrive. */
+void bcg_sleep_usec(long usec);
+/* Monotonic time in microseconds. */
+long bcg_now_usec(void);
+
+#endif

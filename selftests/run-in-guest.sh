@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs test suites inside the guest (scripts/vm-run.sh) and keeps each
+# suite's TAP output in a results directory for scripts/tap_summary.py.
+#   run-in-guest.sh RESULTS_DIR SUITE...
+# Suites: kunit (the sched_cfs_borrowing KUnit results of this boot),
+#         borrowing (test_borrowing), test_cpu (upstream cgroup cpu tests).
+set -uo pipefail
+
+results=${1:?usage: run-in-guest.sh RESULTS_DIR SUITE...}
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$here/../.build/selftests
+mkdir -p "$results"
+
+run_suite() {
+	local name=$1
+	shift
+	echo "# ---- $name ($(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup)) ----"
+	"$@" 2>&1 | tee "$results/$name.tap"
+	return "${PIPESTATUS[0]}"
+}
+
+kunit_results() {
+	local f=/sys/kernel/debug/kunit/sched_cfs_borrowing/results
+	if [[ ! -r $f ]]; then
+		echo "not ok 1 sched_cfs_borrowing # the KUnit suite did not run in this kernel"
+		return 1
+	fi
+	cat "$f"
+}
+
+status=0
+for suite in "$@"; do
+	case $suite in
+	kunit) run_suite kunit kunit_results || status=1 ;;
+	borrowing) run_suite borrowing "$bin/test_borrowing" || status=1 ;;
+	test_cpu) run_suite test_cpu "$bin/test_cpu" || status=1 ;;
+	*) echo "unknown suite $suite" >&2; status=2 ;;
+	esac
+done
+exit $status
