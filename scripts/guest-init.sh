@@ -9,17 +9,21 @@ export HOME=/root LANG=C.UTF-8 TERM=dumb
 poweroff_now() {
 	sync
 	echo o >/proc/sysrq-trigger
-	sleep 10
+	sleep 30
+	# Still here: a reboot ends QEMU too (it runs with -no-reboot).
+	echo b >/proc/sysrq-trigger
+	sleep 30
 }
 
 fail() {
 	echo "guest-init: $*" >/dev/console
 	poweroff_now
+	exit 1
 }
 
 mount -t proc proc /proc || fail "cannot mount /proc"
 mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
+mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts /dev/shm
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
@@ -30,7 +34,8 @@ chmod 1777 /tmp /var/tmp
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true
 
 # The run directory and the checkout, read-write, at the host's paths.
-mkdir -p "$CFSB_RUNDIR" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 cfsbrun "$CFSB_RUNDIR" ||
+mkdir -p "$CFSB_RUNDIR"
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 cfsbrun "$CFSB_RUNDIR" ||
 	fail "cannot mount the run directory"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 cfsbrepo "$CFSB_REPO" ||
 	fail "cannot mount the checkout"

@@ -54,8 +54,8 @@ karch=$(arch_kernel_arch "$arch")
 cross=$(arch_cross_compile "$arch")
 
 start=$(now_s)
-# shellcheck disable=SC2207
-ensure_packages "${HOST_PACKAGES[@]}" $(arch_packages "$arch")
+read -ra arch_pkgs <<<"$(arch_packages "$arch")"
+ensure_packages "${HOST_PACKAGES[@]}" "${arch_pkgs[@]}"
 mkdir -p "$CFSB_CACHE"
 
 repo=$(kernel_repo)
@@ -152,7 +152,7 @@ check_config() {
 			sym=${line%%=*}
 			grep -qxF "$line" "$build/.config" && continue
 			grep -rqsx --include='Kconfig*' "config ${sym#CONFIG_}" "$tree" || continue
-			bad+=("$line (have: $(grep -E "^(# )?$sym[= ]" "$build/.config" || echo unset))")
+			bad+=("$line (have: $(grep -E "^(# )?${sym}[= ]" "$build/.config" || echo unset))")
 			;;
 		"# CONFIG_"*" is not set")
 			sym=${line#\# }

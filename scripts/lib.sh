@@ -1,4 +1,5 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034
+# (SC2034: the variables here are used by the scripts that source this.)
 # Shared helpers for the project's scripts. Source it; do not execute it.
 #
 # Everything that is expensive to recreate (kernel source trees, build

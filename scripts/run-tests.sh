@@ -56,9 +56,7 @@ static_checks() {
 		echo "TAP version 13"
 		check "shellcheck scripts and selftests" \
 			shellcheck -x "$CFSB_ROOT"/scripts/*.sh "$CFSB_ROOT"/selftests/*.sh "$CFSB_ROOT/.ci/run"
-		if command -v ruff >/dev/null; then
-			check "ruff" ruff check "$CFSB_ROOT/scripts"
-		fi
+		check "ruff check and format" bash -c "ruff check '$CFSB_ROOT' && ruff format --check '$CFSB_ROOT'"
 		check "checkpatch --strict on kernel/patches" "$CFSB_ROOT/scripts/kernel-series.sh" checkpatch
 		echo "1..$n"
 	} | tee "$out"
@@ -67,6 +65,7 @@ static_checks() {
 
 log "static checks"
 ensure_packages "${HOST_PACKAGES[@]}"
+command -v ruff >/dev/null || python3 -m pip install -q ruff >/dev/null 2>&1 || log "cannot install ruff"
 # checkpatch needs a kernel tree: make sure the source is unpacked.
 [[ $skip_build -eq 1 ]] || "$CFSB_ROOT/scripts/kernel-build.sh" --variant stock
 static_checks || true
@@ -91,6 +90,7 @@ vm_run_checks() {
 	if [[ $rc -eq 7 ]]; then echo "ok 1 exit status passes through"; else echo "not ok 1 exit status passes through (got $rc)"; fi
 	if [[ $out == $'out\nerr' ]]; then echo "ok 2 output streams byte for byte"; else echo "not ok 2 output streams byte for byte (got '$out')"; fi
 	set +e
+	# shellcheck disable=SC2016 # expanded in the guest
 	out=$("$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v1 --cpus 1 -- \
 		bash -c 'test "$(nproc)" = 1 && test -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us && touch /tmp/x && pwd' 2>&1)
 	rc=$?

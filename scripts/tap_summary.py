@@ -75,11 +75,19 @@ def main(argv: list[str]) -> int:
         skipped += len(res.skipped)
 
     for stock_path, patched_path in args.same_or_better:
-        stock = parse(Path(stock_path).read_text(errors="replace")) if Path(stock_path).is_file() else Results()
-        patched = parse(Path(patched_path).read_text(errors="replace")) if Path(patched_path).is_file() else Results()
+        stock = (
+            parse(Path(stock_path).read_text(errors="replace")) if Path(stock_path).is_file() else Results()
+        )
+        patched = (
+            parse(Path(patched_path).read_text(errors="replace"))
+            if Path(patched_path).is_file()
+            else Results()
+        )
         regressed = [t for t in stock.passed if t not in patched.passed]
-        print(f"upstream tests passing on stock: {len(stock.passed)}/{len(stock.passed) + len(stock.failed)}, "
-              f"on patched: {len(patched.passed)}/{len(patched.passed) + len(patched.failed)}")
+        print(
+            f"upstream tests passing on stock: {len(stock.passed)}/{len(stock.passed) + len(stock.failed)}, "
+            f"on patched: {len(patched.passed)}/{len(patched.passed) + len(patched.failed)}"
+        )
         if stock.passed and not regressed:
             print(f"ok: every test that passes on stock passes on patched ({stock_path} vs {patched_path})")
             passed += 1

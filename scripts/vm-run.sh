@@ -75,10 +75,11 @@ if [[ $accel == kvm ]]; then
 	[[ -w /dev/kvm ]] || die "--accel kvm: /dev/kvm is not usable"
 	qemu+=(-accel kvm)
 else
-	qemu+=(-accel tcg,thread=multi)
+	qemu+=(-accel "tcg,thread=${CFSB_TCG_THREAD:-single}")
 fi
 
 rundir=$(mktemp -d /tmp/vm-run.XXXXXX)
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	if [[ $keep_log -eq 1 ]]; then
 		log "kernel log: $rundir/console.log"
@@ -107,7 +108,7 @@ qemu+=(
 	-smp "$cpus" -m "$mem" -nodefaults -no-reboot -display none -monitor none
 	-kernel "$kernel" -append "${cmdline[*]}"
 	-serial "file:$rundir/console.log"
-	-fsdev "local,id=rootfs,path=/,security_model=none,readonly=on"
+	-fsdev "local,id=rootfs,path=/,security_model=none,readonly=on,multidevs=remap"
 	-device "virtio-9p-pci,fsdev=rootfs,mount_tag=/dev/root"
 	-fsdev "local,id=repo,path=$CFSB_ROOT,security_model=none"
 	-device "virtio-9p-pci,fsdev=repo,mount_tag=cfsbrepo"

@@ -20,6 +20,7 @@ run_suite() {
 	return "${PIPESTATUS[0]}"
 }
 
+# shellcheck disable=SC2317 # called through run_suite
 kunit_results() {
 	local f=/sys/kernel/debug/kunit/sched_cfs_borrowing/results
 	if [[ ! -r $f ]]; then
