@@ -63,13 +63,15 @@ esac
 hostname cfsb-guest
 ip link set lo up 2>/dev/null
 
-# The command's output goes to the virtio console, byte for byte.
+# The command's output goes to the virtio console, byte for byte. The hvc
+# driver resets the terminal settings at each first open: hold it open.
 out=/dev/hvc0
 [[ -c $out ]] || fail "no virtio console for the command output"
-stty -F "$out" raw -echo 2>/dev/null
+exec 3<>"$out"
+stty -F "$out" raw -echo || fail "cannot set up $out"
 
 cd "$CFSB_REPO" || fail "cannot enter $CFSB_REPO"
-bash -c "$(cat "$CFSB_RUNDIR/command")" </dev/null >"$out" 2>&1
+bash -c "$(cat "$CFSB_RUNDIR/command")" </dev/null >&3 2>&3 3>&-
 status=$?
 echo "$status" >"$CFSB_RUNDIR/exit-status"
 echo "guest-init: command exited with status $status" >/dev/kmsg

@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 usage() {
 	cat <<EOF
 Usage: ${0##*/} [--variant patched|stock] [--arch x86_64|arm64] [--config default|debug]
-                [--jobs N] [--keep-tree] [--print-image]
+                [--jobs N] [--keep-tree] [--configure-only] [--print-image]
 
 Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
   - installs the Debian packages it needs ($KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION, compilers, ccache, qemu);
@@ -30,12 +30,13 @@ Options:
   --jobs N       parallel make jobs (default: nproc)
   --keep-tree    use the patched tree as it is (for working on the series in
                  place); without it a hand-modified tree is reset
+  --configure-only  stop after writing and checking .config
   --print-image  print only the image path when done (for scripts)
 Environment: CFSB_CACHE (default ~/.cache/cfs-borrowing).
 EOF
 }
 
-variant=patched arch=x86_64 config=default jobs=$(nproc) keep_tree=0 print_image=0
+variant=patched arch=x86_64 config=default jobs=$(nproc) keep_tree=0 print_image=0 configure_only=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--variant) variant=${2:?}; shift 2 ;;
@@ -44,6 +45,7 @@ while [[ $# -gt 0 ]]; do
 	--jobs) jobs=${2:?}; shift 2 ;;
 	--keep-tree) keep_tree=1; shift ;;
 	--print-image) print_image=1; shift ;;
+	--configure-only) configure_only=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
@@ -208,6 +210,10 @@ build_kernel() {
 ensure_repo
 prepare_tree
 configure
+if [[ $configure_only -eq 1 ]]; then
+	log "configured: $build/.config"
+	exit 0
+fi
 build_kernel
 log "done in $(($(now_s) - start)) s"
 if [[ $print_image -eq 1 ]]; then

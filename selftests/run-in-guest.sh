@@ -16,7 +16,11 @@ run_suite() {
 	local name=$1
 	shift
 	echo "# ---- $name ($(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup)) ----"
-	"$@" 2>&1 | tee "$results/$name.tap"
+	# Line-buffered: the tests fork, and a child must not inherit (and
+	# print again) output still sitting in a full stdio buffer.
+	local buffering=(stdbuf -oL -eL)
+	[[ $(type -t "$1") == function ]] && buffering=()
+	"${buffering[@]}" "$@" 2>&1 | tee "$results/$name.tap"
 	return "${PIPESTATUS[0]}"
 }
 
