@@ -195,8 +195,7 @@ build_kernel() {
 		return 0
 	fi
 	rm -f "$build/.cfsb-built"
-	export CCACHE_DIR="$CFSB_CACHE/ccache" CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}
-	export CCACHE_COMPILERCHECK=content
+	use_ccache
 	log "building $variant $arch/$config kernel in $build (make -j$jobs)"
 	local t0
 	t0=$(now_s)

@@ -78,12 +78,14 @@ cmd_build_each() {
 	# Start from the patched configuration: same options at every step.
 	"$CFSB_ROOT/scripts/kernel-build.sh" --variant patched >/dev/null
 	mkdir -p "$build"
-	cp "$(kernel_build_dir patched x86_64 default)/.config" "$build/.config"
-	export CCACHE_DIR="$CFSB_CACHE/ccache"
+	use_ccache
 	while read -r p; do
 		n=$((n + 1))
 		git -C "$scratch" am -q "$p" || die "patch $n does not apply: $p"
 		t0=$(now_s)
+		# The full configuration at every step: options a later patch
+		# adds are dropped until it is applied, then come back.
+		cp "$(kernel_build_dir patched x86_64 default)/.config" "$build/.config"
 		make -s -C "$scratch" O="$build" CC="ccache gcc" olddefconfig >/dev/null
 		# Only what the patch touched is recompiled, so any warning is its.
 		if ! make -s -C "$scratch" O="$build" CC="ccache gcc" -j"$jobs" bzImage \

@@ -108,4 +108,11 @@ files_hash() {
 	done | sha256sum | cut -d' ' -f1
 }
 
+# The ccache settings every kernel build uses; the same everywhere, or the
+# builds do not share the cache.
+use_ccache() {
+	export CCACHE_DIR="$CFSB_CACHE/ccache" CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}
+	export CCACHE_COMPILERCHECK=content
+}
+
 series_patches() { find "$CFSB_ROOT/kernel/patches" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | sort; }
