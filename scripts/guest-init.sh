@@ -37,6 +37,8 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true
 mkdir -p "$CFSB_RUNDIR"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 cfsbrun "$CFSB_RUNDIR" ||
 	fail "cannot mount the run directory"
+# (Under a tmpfs above, e.g. /tmp, the mount point has to be made first.)
+mkdir -p "$CFSB_REPO" 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 cfsbrepo "$CFSB_REPO" ||
 	fail "cannot mount the checkout"
 
