@@ -30,7 +30,10 @@ Options:
   --accel A       tcg (default), or kvm where it works (not on every host)
   --arch A        x86_64 (default) or arm64
   --keep-log      keep the kernel log and print its path
-Environment: CFSB_VM_EXTRA_CMDLINE adds kernel parameters.
+Environment: CFSB_VM_EXTRA_CMDLINE adds kernel parameters. CFSB_TCG_THREAD=multi
+runs one host thread per vCPU; the default, single, is slower with several
+vCPUs but safe: with multi-threaded TCG (QEMU 7.2) a vCPU can execute code
+that another vCPU has just patched (static keys) and the guest oopses on int3.
 Example: ${0##*/} --cgroup v1 -- cat /sys/fs/cgroup/cpu/cpu.cfs_period_us
 EOF
 }
