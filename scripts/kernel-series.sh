@@ -35,7 +35,7 @@ cmd_export() {
 	# The cover letter is signed by the series' author, not the tree's user.
 	git -C "$tree" -c user.name="$(git -C "$tree" log -1 --format=%an)" \
 		-c user.email="$(git -C "$tree" log -1 --format=%ae)" \
-		format-patch -q --cover-letter --base=cfsb-base -o "$tmp" cfsb-base..HEAD
+		format-patch -q --zero-commit --cover-letter --base=cfsb-base -o "$tmp" cfsb-base..HEAD
 	subject=$(head -n1 "$CFSB_ROOT/kernel/cover-letter.txt")
 	python3 - "$tmp"/0000-cover-letter.patch "$subject" "$CFSB_ROOT/kernel/cover-letter.txt" <<'EOF'
 import sys
