@@ -20,7 +20,7 @@ KERNEL_BASE_VERSION=6.12.117
 HOST_PACKAGES=(
 	"$KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION"
 	build-essential bc bison flex libelf-dev libssl-dev cpio kmod xz-utils
-	ccache git rsync python3 qemu-system-x86 shellcheck
+	ccache git python3 qemu-system-x86 shellcheck
 )
 
 log() { printf '[%s] %s\n' "${0##*/}" "$*" >&2; }
