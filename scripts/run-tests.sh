@@ -82,33 +82,27 @@ patched_image=$(kernel_image_path patched x86_64 default)
 make -s -C "$CFSB_ROOT/selftests" KSRC="$(kernel_tree stock)"
 
 # --- 3. vm-run.sh itself ----------------------------------------------------
+# vm ARG...: vm-run.sh with the patched kernel; its output (stdout and
+# stderr) in $out, its exit status in $rc.
+vm() { out=$("$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" "$@" 2>&1) && rc=0 || rc=$?; }
+# expect N NAME CONDITION: a TAP line for CONDITION (bash, on $out and $rc).
+expect() {
+	if eval "$3"; then echo "ok $1 $2"; else echo "not ok $1 $2 (exit $rc: ${out:0:300})"; fi
+}
+# shellcheck disable=SC2016 # the conditions and guest commands expand later
 vm_run_checks() {
-	local out rc
+	local out rc want=$'out\nerr'
 	echo "TAP version 13"
-	set +e
-	out=$("$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" -- \
-		bash -c 'printf "out\n"; printf "err\n" >&2; exit 7')
-	rc=$?
-	set -e
-	if [[ $rc -eq 7 ]]; then echo "ok 1 exit status passes through"; else echo "not ok 1 exit status passes through (got $rc)"; fi
-	if [[ $out == $'out\nerr' ]]; then echo "ok 2 output streams byte for byte"; else echo "not ok 2 output streams byte for byte (got '$out')"; fi
-	set +e
-	# shellcheck disable=SC2016 # expanded in the guest
-	out=$("$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v1 --cpus 1 -- \
-		bash -c 'test "$(nproc)" = 1 && test -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us && touch /tmp/x && pwd' 2>&1)
-	rc=$?
-	set -e
-	if [[ $rc -eq 0 && $out == "$CFSB_ROOT" ]]; then echo "ok 3 --cgroup v1 --cpus 1, checkout at its path"; else echo "not ok 3 --cgroup v1 --cpus 1, checkout at its path (rc $rc: $out)"; fi
-	set +e
-	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" -- bash -c 'echo 1 > /proc/sys/kernel/sysrq; echo c > /proc/sysrq-trigger' >/dev/null 2>&1
-	rc=$?
-	set -e
-	if [[ $rc -ne 0 ]]; then echo "ok 4 a guest crash fails the run"; else echo "not ok 4 a guest crash fails the run"; fi
-	set +e
-	out=$("$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --timeout 20 -- sleep 600 2>&1)
-	rc=$?
-	set -e
-	if [[ $rc -ne 0 && $out == *"timed out after 20 s"* ]]; then echo "ok 5 a hung guest times out"; else echo "not ok 5 a hung guest times out (rc $rc)"; fi
+	vm -- bash -c 'printf "out\n"; printf "err\n" >&2; exit 7'
+	expect 1 "exit status passes through" '[[ $rc -eq 7 ]]'
+	expect 2 "output streams byte for byte" '[[ $out == "$want" ]]'
+	vm --cgroup v1 --cpus 1 -- \
+		bash -c 'test "$(nproc)" = 1 && test -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us && touch /tmp/x && pwd'
+	expect 3 "--cgroup v1 --cpus 1, checkout at its path" '[[ $rc -eq 0 && $out == "$CFSB_ROOT" ]]'
+	vm -- bash -c 'echo c > /proc/sysrq-trigger'
+	expect 4 "a guest crash fails the run" '[[ $rc -ne 0 && $out == *"Kernel panic"* ]]'
+	vm --timeout 20 -- sleep 600
+	expect 5 "a hung guest times out" '[[ $rc -ne 0 && $out == *"timed out after 20 s"* ]]'
 	echo "1..5"
 }
 log "scripts/vm-run.sh checks"
