@@ -253,6 +253,11 @@ TEST_F(borrowing, removed_with_borrowing_pending)
 	EXPECT_EQ(0, bcg_borrowing(self->parent));
 }
 
+static int write_charge(const char *cg)
+{
+	return errno_code(bcg_charge(cg, 1000));
+}
+
 static int write_as_nobody(const char *cg)
 {
 	if (become_nobody())
@@ -292,6 +297,45 @@ TEST_F(borrowing, user_namespace_root_cannot_write)
 	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
 	EXPECT_EQ(1, in_child(write_in_user_ns, self->child));
 	EXPECT_EQ(0, bcg_borrowing(self->child));
+}
+
+static int write_in_cgroup_ns(const char *cg)
+{
+	if (unshare(CLONE_NEWCGROUP))
+		return 6;
+	/* The hierarchy stays mounted at the same path: only the namespace differs. */
+	return errno_code(bcg_charge(cg, 1000));
+}
+
+/* A container given CAP_SYS_ADMIN without a user namespace has the host's. */
+TEST_F(borrowing, cgroup_namespace_cannot_write)
+{
+	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	EXPECT_EQ(1, in_child(write_in_cgroup_ns, self->child));
+	EXPECT_EQ(0, bcg_borrowing(self->child));
+}
+
+static int write_in_pid_ns(const char *cg)
+{
+	/* unshare() puts the children, not the caller, in the new namespace. */
+	if (unshare(CLONE_NEWPID))
+		return 6;
+	return in_child(write_charge, cg);
+}
+
+TEST_F(borrowing, pid_namespace_cannot_write)
+{
+	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	EXPECT_EQ(1, in_child(write_in_pid_ns, self->child));
+	EXPECT_EQ(0, bcg_borrowing(self->child));
+}
+
+/* The same charge from the host's namespaces: the control for the above. */
+TEST_F(borrowing, initial_namespaces_can_write)
+{
+	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	EXPECT_EQ(3, in_child(write_charge, self->child));
+	EXPECT_EQ(1000, bcg_borrowing(self->child));
 }
 
 static int write_opened_by_root(const char *cg)
