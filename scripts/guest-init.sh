@@ -27,6 +27,8 @@ mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts /dev/shm
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
+# What udev would make: bash's process substitution needs /dev/fd.
+[[ -e /dev/fd ]] || ln -s /proc/self/fd /dev/fd
 for dir in /tmp /run /var/tmp /var/lib /var/log /var/cache /root; do
 	mount -t tmpfs -o mode=0755 tmpfs "$dir" || fail "cannot mount tmpfs on $dir"
 done

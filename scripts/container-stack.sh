@@ -1,0 +1,263 @@
+# shellcheck shell=bash
+# The container stack inside the guest: containerd (Debian's 1.6), runc or
+# crun, and the project's nerdctl. Source it in a script that runs in the
+# guest (scripts/vm-run.sh); do not execute it.
+#
+# Layout, as in the reference study: containerd, its shims and the
+# per-container logging processes run in the cgroup
+# /system.slice/containerd.service; containers (cgroupfs driver) get
+# /default/<id>. The guest's root is the host's / read-only, so all state
+# lives on the tmpfs that guest-init.sh mounts on /run and /var/lib.
+#
+# The guest does not run systemd (PID 1 is guest-init.sh), so runc's and
+# crun's systemd cgroup driver, which talks to systemd over D-Bus, is not
+# available there; the logger's systemd path resolution is unit-tested.
+
+CS_ROOT=${CS_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+CS_STATE=/run/cfsb-containers
+CS_NERDCTL=${CS_NERDCTL:-$CS_ROOT/.build/nerdctl/nerdctl}
+CS_IMAGES=${CS_IMAGES:-$CS_ROOT/.build/images}
+CS_CGROUP_MANAGER=cgroupfs
+CS_RUNTIME=runc
+CS_CONTAINERD_CGROUP=system.slice/containerd.service
+
+cs_die() { echo "container-stack: $*" >&2; exit 1; }
+
+# cs_hierarchy: v1 or v2, the guest's cgroup hierarchy.
+cs_hierarchy() {
+	if [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]]; then echo v2; else echo v1; fi
+}
+
+# cs_cpu_root: the directory of the cpu controller's hierarchy.
+cs_cpu_root() {
+	if [[ $(cs_hierarchy) == v2 ]]; then echo /sys/fs/cgroup; else echo /sys/fs/cgroup/cpu; fi
+}
+
+# cs_nerdctl ARGS...: nerdctl with the stack's global options.
+cs_nerdctl() {
+	NERDCTL_TOML=$CS_STATE/nerdctl.toml "$CS_NERDCTL" --cgroup-manager "$CS_CGROUP_MANAGER" "$@"
+}
+
+# cs_enter_cgroup REL: move the calling shell into cgroup REL (made in every
+# mounted hierarchy).
+cs_enter_cgroup() {
+	local rel=$1 dir
+	if [[ $(cs_hierarchy) == v2 ]]; then
+		local parent=/sys/fs/cgroup part
+		for part in ${rel//\// }; do
+			echo "+cpu +cpuset +memory +pids" >"$parent/cgroup.subtree_control" 2>/dev/null || true
+			parent=$parent/$part
+			mkdir -p "$parent"
+		done
+		echo "$BASHPID" >"/sys/fs/cgroup/$rel/cgroup.procs"
+	else
+		for dir in /sys/fs/cgroup/*/; do
+			[[ -L ${dir%/} ]] && continue
+			mkdir -p "$dir$rel"
+			# cpuset needs its parents' CPUs and memory nodes first.
+			if [[ -f ${dir}cpuset.cpus ]]; then
+				local d=$dir p
+				for p in ${rel//\// }; do
+					cat "${d}cpuset.cpus" >"$d$p/cpuset.cpus"
+					cat "${d}cpuset.mems" >"$d$p/cpuset.mems"
+					d=$d$p/
+				done
+			fi
+			echo "$BASHPID" >"$dir$rel/cgroup.procs"
+		done
+	fi
+}
+
+# cs_start [--runtime runc|crun] [--cgroup-manager cgroupfs|systemd]
+#          [--cpus LIST]
+# Start containerd in /system.slice/containerd.service (pinned to LIST if
+# given: its shims and logging processes inherit the pinning) and wait
+# until it answers.
+cs_start() {
+	local cpus=""
+	while [[ $# -gt 0 ]]; do
+		case $1 in
+		--runtime) CS_RUNTIME=$2; shift 2 ;;
+		--cgroup-manager) CS_CGROUP_MANAGER=$2; shift 2 ;;
+		--cpus) cpus=$2; shift 2 ;;
+		*) cs_die "cs_start: unknown option $1" ;;
+		esac
+	done
+	case $CS_RUNTIME in runc | crun) ;; *) cs_die "unknown runtime $CS_RUNTIME (runc, crun)" ;; esac
+	[[ $CS_CGROUP_MANAGER == cgroupfs ]] ||
+		cs_die "cgroup manager $CS_CGROUP_MANAGER needs systemd, which the guest does not run"
+	[[ -x $CS_NERDCTL ]] || cs_die "no nerdctl at $CS_NERDCTL (scripts/nerdctl-build.sh)"
+	command -v containerd >/dev/null || cs_die "containerd is not installed"
+	mkdir -p "$CS_STATE" /var/lib/containerd /run/containerd /var/lib/nerdctl
+	cat >"$CS_STATE/containerd.toml" <<-EOF
+		version = 2
+		root = "/var/lib/containerd"
+		state = "/run/containerd"
+		# No Kubernetes here; CRI would want CNI plugins and a pause image.
+		disabled_plugins = ["io.containerd.grpc.v1.cri"]
+		[grpc]
+		  address = "/run/containerd/containerd.sock"
+	EOF
+	cat >"$CS_STATE/nerdctl.toml" <<-EOF
+		address = "unix:///run/containerd/containerd.sock"
+		namespace = "default"
+		data_root = "/var/lib/nerdctl"
+		cgroup_manager = "$CS_CGROUP_MANAGER"
+	EOF
+	(
+		cs_enter_cgroup "$CS_CONTAINERD_CGROUP"
+		[[ -n $cpus ]] && taskset -pc "$cpus" "$BASHPID" >/dev/null
+		exec containerd --config "$CS_STATE/containerd.toml" --log-level warn
+	) >"$CS_STATE/containerd.log" 2>&1 </dev/null &
+	echo $! >"$CS_STATE/containerd.pid"
+	local i
+	for ((i = 0; i < 300; i++)); do
+		ctr --address /run/containerd/containerd.sock version >/dev/null 2>&1 && return 0
+		kill -0 "$(cat "$CS_STATE/containerd.pid")" 2>/dev/null ||
+			{ cat "$CS_STATE/containerd.log" >&2; cs_die "containerd exited"; }
+		sleep 0.1
+	done
+	cat "$CS_STATE/containerd.log" >&2
+	cs_die "containerd did not answer within 30 s"
+}
+
+# cs_stop: remove all containers, stop containerd.
+cs_stop() {
+	local pid ids
+	mapfile -t ids < <(cs_nerdctl ps -aq 2>/dev/null)
+	[[ ${#ids[@]} -eq 0 ]] || cs_nerdctl rm -f "${ids[@]}" >/dev/null 2>&1 || true
+	pid=$(cat "$CS_STATE/containerd.pid" 2>/dev/null) || return 0
+	kill "$pid" 2>/dev/null || true
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+}
+
+# cs_load_images [NAME...]: load the images scripts/build_images.py made.
+cs_load_images() {
+	local name
+	[[ $# -gt 0 ]] || set -- busybox sysbench
+	for name in "$@"; do
+		[[ -f $CS_IMAGES/$name.tar ]] ||
+			cs_die "no image archive $CS_IMAGES/$name.tar (scripts/build_images.py)"
+		cs_nerdctl load -i "$CS_IMAGES/$name.tar" >/dev/null || cs_die "cannot load image $name"
+	done
+}
+
+# cs_run ARGS...: nerdctl run with the stack's runtime; prints the id.
+cs_run() {
+	cs_nerdctl run --runtime "$CS_RUNTIME" --network none "$@"
+}
+
+# cs_container_cgroup ID: the container's directory in the cpu hierarchy,
+# from its init process (whatever the driver or --cgroup-parent).
+cs_container_cgroup() {
+	local pid line rel
+	pid=$(cs_nerdctl inspect -f '{{.State.Pid}}' "$1") || return 1
+	while IFS= read -r line; do
+		case $line in
+		0::*) rel=${line#0::} ;;
+		*:cpu,cpuacct:* | *:cpuacct,cpu:* | *:cpu:*) rel=${line#*:*:} ;;
+		*) continue ;;
+		esac
+	done <"/proc/$pid/cgroup"
+	[[ -n ${rel:-} ]] || return 1
+	echo "$(cs_cpu_root)$rel"
+}
+
+# cs_logger_pid ID: the pid of the container's logging process.
+cs_logger_pid() {
+	local id=$1 pid
+	for pid in /proc/[0-9]*; do
+		pid=${pid#/proc/}
+		[[ -r /proc/$pid/environ ]] || continue
+		grep -qa _NERDCTL_INTERNAL_LOGGING "/proc/$pid/cmdline" 2>/dev/null || continue
+		if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "CONTAINER_ID=$id"; then
+			echo "$pid"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Measurements. They read files with bash builtins only: forking is slow in
+# the guest while a container floods the CPU, and would blur the timing.
+
+# cs_stat_key FILE KEY: the value of KEY in a "key value" file, into REPLY.
+cs_stat_key() {
+	local key value
+	REPLY=""
+	while read -r key value; do
+		[[ $key == "$2" ]] && { REPLY=$value; return 0; }
+	done <"$1"
+	return 1
+}
+
+# cs_usage_us CGDIR: CPU time the cgroup used, µs, into REPLY.
+cs_usage_us() {
+	if [[ -f $1/cpuacct.usage ]]; then
+		read -r REPLY <"$1/cpuacct.usage"
+		REPLY=$((REPLY / 1000))
+	else
+		cs_stat_key "$1/cpu.stat" usage_usec
+	fi
+}
+
+# cs_borrowed_us CGDIR: CPU time charged to the cgroup, µs, into REPLY
+# (0 on a kernel without cpu.cfs.borrowing_us).
+cs_borrowed_us() {
+	if cs_stat_key "$1/cpu.stat" borrowed_usec; then
+		:
+	elif cs_stat_key "$1/cpu.stat" borrowed_time; then
+		REPLY=$((REPLY / 1000))
+	else
+		REPLY=0
+	fi
+}
+
+# cs_pid_cpu_us PID: user+system CPU time of a process and its threads,
+# dead ones included, µs, into REPLY (clock ticks of 10 ms).
+cs_pid_cpu_us() {
+	local line fields
+	read -r line <"/proc/$1/stat" || return 1
+	# Fields after the command name, which may contain spaces.
+	read -ra fields <<<"${line##*) }"
+	REPLY=$(((fields[11] + fields[12]) * 10000))
+}
+
+# cs_sample LOGGER_PID CGDIR: "wall logger charged container" in µs, into
+# REPLY.
+cs_sample() {
+	local wall=${EPOCHREALTIME/./} a b c
+	cs_pid_cpu_us "$1"; a=$REPLY
+	cs_borrowed_us "$2"; b=$REPLY
+	cs_usage_us "$2"; c=$REPLY
+	REPLY="$wall $a $b $c"
+}
+
+# cs_nap SECONDS: sleep without forking.
+cs_nap() {
+	local fifo
+	if [[ -z ${CS_NAP_FD:-} ]]; then
+		fifo=$(mktemp -u /tmp/cs-nap.XXXXXX)
+		mkfifo "$fifo"
+		exec {CS_NAP_FD}<>"$fifo"
+		rm "$fifo"
+	fi
+	read -rt "$1" -u "$CS_NAP_FD" || true
+}
+
+# cs_measure ID SECONDS: over SECONDS, the shares of one CPU (in units of
+# 0.01 %) used by the container's logging process (A), charged to the
+# container (B) and used by the container (C): "A B C", into REPLY.
+cs_measure() {
+	local id=$1 secs=$2 pid cg s0 s1
+	pid=$(cs_logger_pid "$id") || cs_die "no logging process for $id"
+	cg=$(cs_container_cgroup "$id") || cs_die "no cgroup for $id"
+	cs_sample "$pid" "$cg"; read -ra s0 <<<"$REPLY"
+	cs_nap "$secs"
+	cs_sample "$pid" "$cg"; read -ra s1 <<<"$REPLY"
+	local wall=$((s1[0] - s0[0]))
+	REPLY="$(((s1[1] - s0[1]) * 10000 / wall)) $(((s1[2] - s0[2]) * 10000 / wall)) $(((s1[3] - s0[3]) * 10000 / wall))"
+}
+
+# cs_pct N: N in units of 0.01 % as a percentage with two decimals.
+cs_pct() { printf '%d.%02d' $(($1 / 100)) $(($1 % 100)); }
