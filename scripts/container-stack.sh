@@ -9,9 +9,9 @@
 # /default/<id>. The guest's root is the host's / read-only, so all state
 # lives on the tmpfs that guest-init.sh mounts on /run and /var/lib.
 #
-# The guest does not run systemd (PID 1 is guest-init.sh), so runc's and
-# crun's systemd cgroup driver, which talks to systemd over D-Bus, is not
-# available there; the logger's systemd path resolution is unit-tested.
+# With `scripts/vm-run.sh --init systemd` the guest runs systemd as PID 1:
+# containerd is then a transient unit in system.slice, and the systemd
+# cgroup driver is available (containers in system.slice/nerdctl-<id>.scope).
 
 CS_ROOT=${CS_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 CS_STATE=/run/cfsb-containers
@@ -32,6 +32,9 @@ cs_hierarchy() {
 cs_cpu_root() {
 	if [[ $(cs_hierarchy) == v2 ]]; then echo /sys/fs/cgroup; else echo /sys/fs/cgroup/cpu; fi
 }
+
+# cs_systemd: is systemd PID 1?
+cs_systemd() { [[ $(cat /proc/1/comm) == systemd ]]; }
 
 # cs_nerdctl ARGS...: nerdctl with the stack's global options.
 cs_nerdctl() {
@@ -84,8 +87,11 @@ cs_start() {
 		esac
 	done
 	case $CS_RUNTIME in runc | crun) ;; *) cs_die "unknown runtime $CS_RUNTIME (runc, crun)" ;; esac
-	[[ $CS_CGROUP_MANAGER == cgroupfs ]] ||
-		cs_die "cgroup manager $CS_CGROUP_MANAGER needs systemd, which the guest does not run"
+	case $CS_CGROUP_MANAGER in
+	cgroupfs) ;;
+	systemd) cs_systemd || cs_die "the systemd cgroup driver needs systemd as PID 1 (vm-run.sh --init systemd)" ;;
+	*) cs_die "unknown cgroup manager $CS_CGROUP_MANAGER (cgroupfs, systemd)" ;;
+	esac
 	[[ -x $CS_NERDCTL ]] || cs_die "no nerdctl at $CS_NERDCTL (scripts/nerdctl-build.sh)"
 	command -v containerd >/dev/null || cs_die "containerd is not installed"
 	mkdir -p "$CS_STATE" /var/lib/containerd /run/containerd /var/lib/nerdctl
@@ -104,12 +110,28 @@ cs_start() {
 		data_root = "/var/lib/nerdctl"
 		cgroup_manager = "$CS_CGROUP_MANAGER"
 	EOF
-	(
-		cs_enter_cgroup "$CS_CONTAINERD_CGROUP"
-		[[ -n $cpus ]] && taskset -pc "$cpus" "$BASHPID" >/dev/null
-		exec containerd --config "$CS_STATE/containerd.toml" --log-level warn
-	) >"$CS_STATE/containerd.log" 2>&1 </dev/null &
-	echo $! >"$CS_STATE/containerd.pid"
+	if cs_systemd; then
+		# Debian's containerd.service, with the stack's configuration.
+		mkdir -p /run/systemd/system/containerd.service.d
+		cat >/run/systemd/system/containerd.service.d/cfsb.conf <<-EOF
+			[Service]
+			ExecStart=
+			ExecStart=/usr/bin/containerd --config $CS_STATE/containerd.toml --log-level warn
+			StandardOutput=file:$CS_STATE/containerd.log
+			StandardError=inherit
+			${cpus:+CPUAffinity=${cpus//,/ }}
+		EOF
+		systemctl daemon-reload
+		systemctl start containerd || cs_die "systemctl start containerd failed"
+		systemctl show -p MainPID --value containerd >"$CS_STATE/containerd.pid"
+	else
+		(
+			cs_enter_cgroup "$CS_CONTAINERD_CGROUP"
+			[[ -n $cpus ]] && taskset -pc "$cpus" "$BASHPID" >/dev/null
+			exec containerd --config "$CS_STATE/containerd.toml" --log-level warn
+		) >"$CS_STATE/containerd.log" 2>&1 </dev/null &
+		echo $! >"$CS_STATE/containerd.pid"
+	fi
 	local i
 	for ((i = 0; i < 300; i++)); do
 		ctr --address /run/containerd/containerd.sock version >/dev/null 2>&1 && return 0

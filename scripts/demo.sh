@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
-# The main job: set up, build the patched kernel, boot it and show borrowing
-# throttling a CPU hog, on cgroup v2 and v1.
+# The main job: set up, build the patched kernel and nerdctl, boot the kernel
+# and show a noisy container's logging CPU charged back to it, on cgroup v2
+# and v1 (or, with --kernel-only, borrowing throttling a plain CPU hog).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [--cgroup v1|v2|both]
+Usage: ${0##*/} [--cgroup v1|v2|both] [--kernel-only]
 
 Installs what is missing, builds the patched kernel (scripts/kernel-build.sh),
-boots it in QEMU (scripts/vm-run.sh) and runs scripts/demo-in-guest.sh: a CPU
-hog with a 50 ms / 100 ms quota, alone, while charged 20 ms per period through
-cpu.cfs.borrowing_us, and after a 300 ms charge. Default: both hierarchies.
+the patched nerdctl (scripts/nerdctl-build.sh) and the images
+(scripts/build_images.py), boots the kernel in QEMU (scripts/vm-run.sh) and
+runs scripts/demo-containers-in-guest.sh there: containerd, runc and nerdctl
+run a container that floods its stdout with 'yes' under a 50 ms / 100 ms
+quota, with the logging process's charging off, in process mode and in
+thread mode; it prints the logger's CPU, the container's and the charged
+share. Default: both hierarchies.
+
+--kernel-only  no containers: scripts/demo-in-guest.sh shows a CPU hog with
+               a 50 ms / 100 ms quota, alone, while charged 20 ms per period
+               through cpu.cfs.borrowing_us, and after a 300 ms charge.
 EOF
 }
 
-hierarchies=(v2 v1)
+hierarchies=(v2 v1) guest_demo=scripts/demo-containers-in-guest.sh
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--cgroup)
@@ -27,12 +36,18 @@ while [[ $# -gt 0 ]]; do
 		esac
 		shift 2
 		;;
+	--kernel-only) guest_demo=scripts/demo-in-guest.sh; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
 done
 
 "$CFSB_ROOT/scripts/kernel-build.sh" --variant patched
+if [[ $guest_demo == scripts/demo-containers-in-guest.sh ]]; then
+	ensure_packages "${CONTAINER_PACKAGES[@]}"
+	"$CFSB_ROOT/scripts/nerdctl-build.sh"
+	python3 "$CFSB_ROOT/scripts/build_images.py" "$CFSB_ROOT/.build/images" >/dev/null
+fi
 for cg in "${hierarchies[@]}"; do
-	"$CFSB_ROOT/scripts/vm-run.sh" --cgroup "$cg" -- scripts/demo-in-guest.sh
+	"$CFSB_ROOT/scripts/vm-run.sh" --cgroup "$cg" -- "$guest_demo"
 done

@@ -75,6 +75,38 @@ exec 3<>"$out"
 stty -F "$out" raw -echo || fail "cannot set up $out"
 
 cd "$CFSB_REPO" || fail "cannot enter $CFSB_REPO"
+
+if [[ ${CFSB_INIT:-bash} == systemd ]]; then
+	# systemd as PID 1 (for the container runtimes' systemd cgroup driver):
+	# it runs the command as a unit of a target of its own, so that none of
+	# the host's enabled services start, and powers off when it ends.
+	mkdir -p /run/systemd/system
+	cat >/run/systemd/system/cfsb.target <<-EOF
+		[Unit]
+		Description=Run the command of scripts/vm-run.sh
+		Requires=cfsb-command.service dbus.socket
+		After=cfsb-command.service dbus.socket
+	EOF
+	cat >/run/systemd/system/cfsb-command.service <<-EOF
+		[Unit]
+		Description=The command of scripts/vm-run.sh
+		After=dbus.socket
+		SuccessAction=poweroff-force
+		FailureAction=poweroff-force
+		[Service]
+		Type=oneshot
+		Environment=PATH=$PATH HOME=/root LANG=C.UTF-8 TERM=dumb
+		WorkingDirectory=$CFSB_REPO
+		StandardInput=null
+		StandardOutput=file:/dev/hvc0
+		StandardError=inherit
+		ExecStart=/bin/bash -c 'bash -c "\$(cat $CFSB_RUNDIR/command)"; echo \$? >$CFSB_RUNDIR/exit-status'
+	EOF
+	# Keep the console open (and raw) while systemd closes inherited files.
+	sleep infinity 3>&3 &
+	exec /lib/systemd/systemd --unit=cfsb.target --log-level=warning 3>&-
+fi
+
 bash -c "$(cat "$CFSB_RUNDIR/command")" </dev/null >&3 2>&3 3>&-
 status=$?
 echo "$status" >"$CFSB_RUNDIR/exit-status"

@@ -23,6 +23,10 @@ HOST_PACKAGES=(
 	ccache git python3 qemu-system-x86 shellcheck
 )
 
+# What the guest's container stack runs (the guest's root is the host's /),
+# and what the images are made of.
+CONTAINER_PACKAGES=(containerd runc crun busybox-static sysbench)
+
 log() { printf '[%s] %s\n' "${0##*/}" "$*" >&2; }
 die() { printf '[%s] error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 

@@ -7,8 +7,8 @@ source "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [--kernel BZIMAGE] [--cgroup v1|v2] [--cpus N] [--mem SIZE]
-                [--timeout SEC] [--accel tcg|kvm] [--arch x86_64|arm64] -- CMD [ARG...]
+Usage: ${0##*/} [--kernel BZIMAGE] [--cgroup v1|v2] [--init bash|systemd] [--cpus N]
+                [--mem SIZE] [--timeout SEC] [--accel tcg|kvm] [--arch x86_64|arm64] -- CMD [ARG...]
 
 Boots the kernel in QEMU and runs CMD as root in the guest, in the project
 checkout ($CFSB_ROOT), which the guest sees read-write at the same path.
@@ -24,6 +24,10 @@ Options:
                   the cpu, cpuset, memory, io and pids controllers enabled;
                   v1: one hierarchy per controller under /sys/fs/cgroup, cpu
                   and cpuacct together at cpu,cpuacct (as Ubuntu 20.04 mounts them)
+  --init I        bash (default): scripts/guest-init.sh runs CMD itself;
+                  systemd: it hands over to the host's systemd as PID 1,
+                  which runs CMD as the only unit of its own target (for the
+                  container runtimes' systemd cgroup driver)
   --cpus N        virtual CPUs (default 2)
   --mem SIZE      guest memory (default 2G)
   --timeout SEC   hard limit for the whole run (default \$CFSB_VM_TIMEOUT or 3600)
@@ -38,12 +42,13 @@ Example: ${0##*/} --cgroup v1 -- cat /sys/fs/cgroup/cpu/cpu.cfs_period_us
 EOF
 }
 
-kernel="" cgroup=v2 cpus=2 mem=2G timeout=${CFSB_VM_TIMEOUT:-3600} accel=tcg arch=x86_64 keep_log=0
+kernel="" cgroup=v2 init=bash cpus=2 mem=2G timeout=${CFSB_VM_TIMEOUT:-3600} accel=tcg arch=x86_64 keep_log=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--kernel) kernel=${2:?}; shift 2 ;;
 	--cgroup) cgroup=${2:?}; shift 2 ;;
 	--cpus) cpus=${2:?}; shift 2 ;;
+	--init) init=${2:?}; shift 2 ;;
 	--mem) mem=${2:?}; shift 2 ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--accel) accel=${2:?}; shift 2 ;;
@@ -56,6 +61,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $# -gt 0 ]] || { usage >&2; die "no command given"; }
 [[ $cgroup == v1 || $cgroup == v2 ]] || die "--cgroup must be v1 or v2"
+[[ $init == bash || $init == systemd ]] || die "--init must be bash or systemd"
 [[ $cpus =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer"
 [[ $timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
 [[ $accel == tcg || $accel == kvm ]] || die "--accel must be tcg or kvm"
@@ -102,8 +108,11 @@ cmdline=(
 	"init=$CFSB_ROOT/scripts/guest-init.sh"
 	panic=-1 panic_on_warn=1 oops=panic softlockup_panic=1
 	loglevel=6 mitigations=off nokaslr
-	"CFSB_RUNDIR=$rundir" "CFSB_REPO=$CFSB_ROOT" "CFSB_CGROUP=$cgroup"
+	"CFSB_RUNDIR=$rundir" "CFSB_REPO=$CFSB_ROOT" "CFSB_CGROUP=$cgroup" "CFSB_INIT=$init"
 )
+# systemd as PID 1 mounts nothing over the v1 hierarchies guest-init made
+# only when told that they are meant.
+[[ $init == systemd && $cgroup == v1 ]] && cmdline+=(systemd.unified_cgroup_hierarchy=0)
 # shellcheck disable=SC2206
 [[ -n ${CFSB_VM_EXTRA_CMDLINE:-} ]] && cmdline+=($CFSB_VM_EXTRA_CMDLINE)
 
