@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# Build nerdctl v1.7.7 with the nerdctl-patch/ series (the logging process
+# charges its CPU time to the container), or stock. Incremental; checks the
+# source against a pinned checksum.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+NERDCTL_MODULE=github.com/containerd/nerdctl
+NERDCTL_VERSION=v1.7.7
+# The go.sum hash (h1:, over the module's files) of nerdctl v1.7.7, the
+# one sum.golang.org has. The source is checked against it before use.
+NERDCTL_SUM="h1:NmtSMmpF4qbS4aVj1/wyj2HTD3synzGFLXc4RC74Hwg="
+
+usage() {
+	cat <<EOF
+Usage: ${0##*/} [--stock] [--test] [--keep-tree] [--print-binary]
+       ${0##*/} export
+
+Builds nerdctl $NERDCTL_VERSION for the QEMU guest (static, CGO_ENABLED=0):
+  - fetches $NERDCTL_MODULE@$NERDCTL_VERSION through the Go module proxy and
+    checks its files against the pinned checksum $NERDCTL_SUM;
+  - commits the source once into a git repository under $CFSB_CACHE/nerdctl
+    (base commit tagged cfsb-base, with fixed metadata: the same id everywhere);
+  - patched (default): a worktree with nerdctl-patch/*.patch applied by git am;
+    re-applied only when the series (or the tree) changed;
+  - builds .build/nerdctl/nerdctl (or .build/nerdctl-stock/nerdctl with
+    --stock) in the checkout: the guest sees the checkout, not /root. Returns
+    at once when nothing changed.
+
+Options:
+  --stock         build unmodified nerdctl $NERDCTL_VERSION, for comparisons
+  --test          also check the series: gofmt -l on the files it changes,
+                  go vet (linux, and freebsd/windows for the packages it
+                  touches), go test -count=1 of the packages it touches under
+                  pkg/ (with -race for pkg/cpucharge when cgo works); prints
+                  the throughput per cpu-charge mode and the test counts;
+                  fails on any failure
+  --keep-tree     use the patched tree as it is (to work on the series there:
+                  commit, then "export"); without it a modified tree is reset
+  --print-binary  print only the binary's path when done (for scripts)
+
+  export          regenerate nerdctl-patch/*.patch from the commits on top of
+                  cfsb-base in the patched tree ($CFSB_CACHE/nerdctl/patched)
+Environment: CFSB_CACHE (default ~/.cache/cfs-borrowing).
+EOF
+}
+
+variant=patched run_tests=0 keep_tree=0 print_binary=0 cmd=build
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--stock) variant=stock; shift ;;
+	--test) run_tests=1; shift ;;
+	--keep-tree) keep_tree=1; shift ;;
+	--print-binary) print_binary=1; shift ;;
+	export) cmd="export"; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) usage >&2; die "unknown argument '$1'" ;;
+	esac
+done
+[[ $variant == stock && $run_tests -eq 1 ]] && die "--test checks the series: not with --stock"
+
+repo=$CFSB_CACHE/nerdctl/stock
+tree=$CFSB_CACHE/nerdctl/$variant
+[[ $variant == stock ]] && tree=$repo
+patch_dir=$CFSB_ROOT/nerdctl-patch
+out=$CFSB_ROOT/.build/nerdctl
+[[ $variant == stock ]] && out=$CFSB_ROOT/.build/nerdctl-stock
+
+series_files() { find "$patch_dir" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' | sort; }
+
+# --- tools ----------------------------------------------------------------
+# Go is preinstalled in /usr/local/go (not a Debian package: bookworm's is
+# too old for nerdctl's dependencies).
+command -v go >/dev/null || PATH=/usr/local/go/bin:$PATH
+command -v go >/dev/null || die "no go on PATH nor in /usr/local/go/bin"
+ensure_packages git coreutils
+# Reproducible, self-contained builds: no VCS stamping (the tree is a git
+# worktree), no toolchain download, no cgo (the binary runs in the guest).
+export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local CGO_ENABLED=0
+
+# h1_sum DIR: the go.sum "h1:" hash of a module's files in DIR (dirhash
+# Hash1: sha256 of the sorted "sha256  module@version/file" lines).
+h1_sum() {
+	(cd "$1" && find . -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 sha256sum) |
+		sed "s|^\([0-9a-f]*\)  |\1  $NERDCTL_MODULE@$NERDCTL_VERSION/|" |
+		sha256sum | cut -d' ' -f1 | tr a-f A-F | basenc --base16 -d | base64 |
+		sed 's/^/h1:/'
+}
+
+# --- source ---------------------------------------------------------------
+ensure_repo() {
+	local stamp="$repo/.git/cfsb-base-version" json sum dir tmp got
+	if [[ -d $repo/.git && $(cat "$stamp" 2>/dev/null) == "$NERDCTL_VERSION $NERDCTL_SUM" ]]; then
+		return 0
+	fi
+	log "fetching $NERDCTL_MODULE@$NERDCTL_VERSION"
+	mkdir -p "$CFSB_CACHE/nerdctl"
+	# Outside any module; go verifies the download against sum.golang.org.
+	json=$(cd "$CFSB_CACHE/nerdctl" && go mod download -json "$NERDCTL_MODULE@$NERDCTL_VERSION") ||
+		die "go mod download failed: $json"
+	sum=$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")
+	dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")
+	[[ $sum == "$NERDCTL_SUM" ]] ||
+		die "checksum mismatch for $NERDCTL_MODULE@$NERDCTL_VERSION: the module proxy says '$sum', pinned '$NERDCTL_SUM'"
+	[[ -d $dir ]] || die "go mod download gave no source directory: $json"
+	tmp="$CFSB_CACHE/nerdctl/unpack.$$"
+	rm -rf "$tmp" "$repo" "$CFSB_CACHE/nerdctl/patched"
+	cp -R "$dir" "$tmp"
+	chmod -R u+w "$tmp" # the module cache is read-only
+	# Check what is committed, not only what was downloaded: the module
+	# cache is not re-verified after extraction.
+	got=$(h1_sum "$tmp")
+	[[ $got == "$NERDCTL_SUM" ]] || { rm -rf "$tmp"; die "checksum mismatch for the files of $dir: '$got', pinned '$NERDCTL_SUM'"; }
+	log "checksum verified: $NERDCTL_SUM"
+	(
+		cd "$tmp"
+		git init -q
+		git config user.name "cfs-borrowing build"
+		git config user.email "build@localhost"
+		git config core.autocrlf false
+		git config gc.auto 0
+		git add -f -A .
+		# Fixed metadata: the base commit has the same id on every machine.
+		GIT_AUTHOR_DATE=2025-01-01T00:00:00Z GIT_COMMITTER_DATE=2025-01-01T00:00:00Z \
+			git commit -q -m "nerdctl $NERDCTL_VERSION ($NERDCTL_MODULE $NERDCTL_SUM)"
+		git tag cfsb-base
+	)
+	mv "$tmp" "$repo"
+	echo "$NERDCTL_VERSION $NERDCTL_SUM" >"$stamp"
+}
+
+# prepare_tree: make $tree hold exactly the base (+ the series), reusing it
+# when it already does.
+prepare_tree() {
+	if [[ $variant == stock ]]; then
+		if [[ $(git -C "$tree" rev-parse HEAD) != "$(git -C "$tree" rev-parse cfsb-base)" ]] ||
+			[[ -n $(git -C "$tree" status --porcelain) ]]; then
+			log "stock tree differs from the base: resetting it"
+			git -C "$tree" checkout -q --detach cfsb-base
+			git -C "$tree" reset -q --hard cfsb-base
+			git -C "$tree" clean -q -fdx
+		fi
+		return 0
+	fi
+	if [[ ! -d $tree ]]; then
+		git -C "$repo" worktree prune
+		git -C "$repo" worktree add -q --detach "$tree" cfsb-base
+	fi
+	local stampf want have
+	stampf=$(git -C "$tree" rev-parse --absolute-git-dir)/cfsb-series
+	mapfile -t patches < <(series_files)
+	[[ ${#patches[@]} -gt 0 ]] || die "no patches in $patch_dir"
+	want=$(files_hash "${patches[@]}")
+	have=$(cat "$stampf" 2>/dev/null || true)
+	if [[ $keep_tree -eq 1 ]]; then
+		log "--keep-tree: using $tree as it is"
+		return 0
+	fi
+	if [[ $have == "$want $(git -C "$tree" rev-parse HEAD)" ]] &&
+		[[ -z $(git -C "$tree" status --porcelain) ]]; then
+		return 0
+	fi
+	[[ -n $have ]] && log "patch series or tree changed: re-applying ${#patches[@]} patches"
+	rm -f "$stampf"
+	git -C "$tree" am --abort >/dev/null 2>&1 || true
+	git -C "$tree" reset -q --hard cfsb-base
+	git -C "$tree" clean -q -fdx
+	# The committer date is the author date: the patched commits have the
+	# same ids on every machine, and so has the binary's revision.
+	if ! git -C "$tree" -c user.name="cfs-borrowing build" -c user.email=build@localhost \
+		am -q --committer-date-is-author-date "${patches[@]}"; then
+		git -C "$tree" am --abort >/dev/null 2>&1 || true
+		git -C "$tree" reset -q --hard cfsb-base
+		die "the series does not apply to nerdctl $NERDCTL_VERSION"
+	fi
+	log "applied ${#patches[@]} patches"
+	echo "$want $(git -C "$tree" rev-parse HEAD)" >"$stampf"
+}
+
+# --- build ----------------------------------------------------------------
+build() {
+	local bin=$out/nerdctl want head version t0
+	head=$(git -C "$tree" rev-parse HEAD)
+	version=$NERDCTL_VERSION
+	[[ $variant == patched ]] && version=$NERDCTL_VERSION-cfsb
+	# nerdctl v1.7.7 and its dependencies build with go 1.26 as they are
+	# (no -checklinkname=0 needed). -trimpath: no local paths in the binary,
+	# and the build cache is shared between the stock and patched trees.
+	local flags=(-trimpath -ldflags "-X $NERDCTL_MODULE/pkg/version.Version=$version -X $NERDCTL_MODULE/pkg/version.Revision=$head")
+	want="$head $(go env GOVERSION) ${flags[*]}"
+	if [[ -x $bin && $(cat "$out/.cfsb-built" 2>/dev/null) == "$want" ]] &&
+		[[ -z $(git -C "$tree" status --porcelain) ]]; then
+		log "$variant nerdctl is up to date"
+		return 0
+	fi
+	rm -f "$out/.cfsb-built"
+	mkdir -p "$out"
+	log "building $variant nerdctl ($version, $(go env GOVERSION))"
+	t0=$(now_s)
+	(cd "$tree" && go build "${flags[@]}" -o "$bin" ./cmd/nerdctl)
+	# A tree with uncommitted changes (--keep-tree) is rebuilt every time.
+	[[ -z $(git -C "$tree" status --porcelain) ]] && echo "$want" >"$out/.cfsb-built"
+	log "built in $(($(now_s) - t0)) s"
+}
+
+# --- checks ---------------------------------------------------------------
+# count_results FILE: "N passed, N failed, N skipped" of a go test -v log,
+# subtests included.
+count_results() {
+	local p f s
+	p=$(grep -cE '^ *--- PASS: ' "$1" || true)
+	f=$(grep -cE '^ *--- FAIL: ' "$1" || true)
+	s=$(grep -cE '^ *--- SKIP: ' "$1" || true)
+	echo "$p passed, $f failed, $s skipped"
+}
+
+run_checks() {
+	local files pkgs=() testpkgs=() d bad status=0 testlog
+	mapfile -t files < <(git -C "$tree" diff --name-only --diff-filter=d cfsb-base -- '*.go')
+	[[ ${#files[@]} -gt 0 ]] || die "the series changes no Go file"
+	mapfile -t pkgs < <(for d in "${files[@]}"; do echo "./$(dirname "$d")"; done | sort -u)
+	mapfile -t testpkgs < <(printf '%s\n' "${pkgs[@]}" | grep '^\./pkg/')
+	cd "$tree"
+	bad=$(gofmt -l "${files[@]}")
+	if [[ -n $bad ]]; then
+		log "gofmt: not formatted: $bad"
+		status=1
+	else
+		log "gofmt: ${#files[@]} changed files formatted"
+	fi
+	if go vet "${pkgs[@]}"; then
+		log "go vet (linux): clean: ${pkgs[*]}"
+	else
+		status=1
+	fi
+	# nerdctl also builds for FreeBSD and Windows: the series must too.
+	for d in freebsd windows; do
+		if GOOS=$d go vet "${testpkgs[@]}"; then
+			log "go vet ($d): clean"
+		else
+			status=1
+		fi
+	done
+	testlog=$(mktemp)
+	log "go test -count=1 ${testpkgs[*]}"
+	if ! go test -count=1 -v "${testpkgs[@]}" >"$testlog" 2>&1; then
+		status=1
+		grep -E -B2 -A10 '^ *--- FAIL|^FAIL|panic:' "$testlog" >&2 || tail -40 "$testlog" >&2
+	fi
+	grep -E '^(ok|FAIL|\?) ' "$testlog" >&2 || true
+	grep -E 'cpu-charge=.*MB/s' "$testlog" | sed 's/^ *[a-z_]*\.go:[0-9]*: /  throughput: /' >&2 || true
+	# The charger's goroutines share state: run its tests under the race
+	# detector too (needs cgo, so gcc).
+	if command -v gcc >/dev/null; then
+		if CGO_ENABLED=1 go test -count=1 -race ./pkg/cpucharge >"$testlog.race" 2>&1; then
+			log "go test -race ./pkg/cpucharge: ok"
+		else
+			status=1
+			tail -40 "$testlog.race" >&2
+		fi
+		rm -f "$testlog.race"
+	fi
+	cd - >/dev/null
+	# The closing line is the counts of go test -v (subtests included).
+	echo "nerdctl-patch: $(count_results "$testlog")"
+	rm -f "$testlog"
+	return $status
+}
+
+# --- export ---------------------------------------------------------------
+cmd_export() {
+	local ptree tmp
+	ptree=$CFSB_CACHE/nerdctl/patched
+	[[ -d $ptree ]] || die "no patched tree at $ptree: run ${0##*/} first"
+	[[ -z $(git -C "$ptree" status --porcelain) ]] || die "$ptree has uncommitted changes"
+	tmp=$(mktemp -d)
+	# --no-signature: the files do not depend on the git version.
+	git -C "$ptree" format-patch -q --zero-commit --no-signature -o "$tmp" cfsb-base..HEAD
+	[[ -n $(find "$tmp" -name '*.patch') ]] || die "no commits on top of cfsb-base in $ptree"
+	mkdir -p "$patch_dir"
+	rm -f "$patch_dir"/[0-9][0-9][0-9][0-9]-*.patch
+	mv "$tmp"/*.patch "$patch_dir/"
+	rmdir "$tmp"
+	log "exported $(series_files | wc -l) patches to nerdctl-patch/"
+}
+
+if [[ $cmd == export ]]; then
+	cmd_export
+	exit 0
+fi
+
+start=$(now_s)
+ensure_repo
+prepare_tree
+build
+status=0
+if [[ $run_tests -eq 1 ]]; then
+	run_checks || status=1
+fi
+log "done in $(($(now_s) - start)) s"
+if [[ $print_binary -eq 1 ]]; then
+	echo "$out/nerdctl"
+else
+	log "binary: $out/nerdctl"
+fi
+exit $status
