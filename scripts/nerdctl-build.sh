@@ -36,6 +36,8 @@ Options:
                   pkg/ (with -race for pkg/cpucharge when cgo works); prints
                   the throughput per cpu-charge mode and the test counts;
                   fails on any failure
+  --tap FILE      --test, and write the results as TAP to FILE (one line per
+                  check and per go test, subtests included)
   --keep-tree     use the patched tree as it is (to work on the series there:
                   commit, then "export"); without it a modified tree is reset
   --print-binary  print only the binary's path when done (for scripts)
@@ -46,11 +48,12 @@ Environment: CFSB_CACHE (default ~/.cache/cfs-borrowing).
 EOF
 }
 
-variant=patched run_tests=0 keep_tree=0 print_binary=0 cmd=build
+variant=patched run_tests=0 keep_tree=0 print_binary=0 cmd=build tap_file=
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--stock) variant=stock; shift ;;
 	--test) run_tests=1; shift ;;
+	--tap) run_tests=1 tap_file=${2:?}; shift 2 ;;
 	--keep-tree) keep_tree=1; shift ;;
 	--print-binary) print_binary=1; shift ;;
 	export) cmd="export"; shift ;;
@@ -216,7 +219,8 @@ count_results() {
 }
 
 run_checks() {
-	local files pkgs=() testpkgs=() d bad status=0 testlog
+	# status: gofmt, go vet and -race; tests_status: go test itself.
+	local files pkgs=() testpkgs=() d bad status=0 tests_status=0 testlog
 	mapfile -t files < <(git -C "$tree" diff --name-only --diff-filter=d cfsb-base -- '*.go')
 	[[ ${#files[@]} -gt 0 ]] || die "the series changes no Go file"
 	mapfile -t pkgs < <(for d in "${files[@]}"; do echo "./$(dirname "$d")"; done | sort -u)
@@ -245,7 +249,7 @@ run_checks() {
 	testlog=$(mktemp)
 	log "go test -count=1 ${testpkgs[*]}"
 	if ! go test -count=1 -v "${testpkgs[@]}" >"$testlog" 2>&1; then
-		status=1
+		tests_status=1
 		grep -E -B2 -A10 '^ *--- FAIL|^FAIL|panic:' "$testlog" >&2 || tail -40 "$testlog" >&2
 	fi
 	grep -E '^(ok|FAIL|\?) ' "$testlog" >&2 || true
@@ -264,8 +268,37 @@ run_checks() {
 	cd - >/dev/null
 	# The closing line is the counts of go test -v (subtests included).
 	echo "nerdctl-patch: $(count_results "$testlog")"
+	[[ -z $tap_file ]] || write_tap "$testlog" "$status" "$tests_status" >"$tap_file"
 	rm -f "$testlog"
-	return $status
+	return $((status | tests_status))
+}
+
+# write_tap LOG STATUS TESTS_STATUS: TAP of the go test -v log, and one
+# line for the checks around it (gofmt, go vet, -race: STATUS is 0 if they
+# passed); go test's own failure (TESTS_STATUS) when no test reported one,
+# as when a package does not build.
+write_tap() {
+	local n=0 verdict name
+	echo "TAP version 13"
+	while read -r verdict name; do
+		n=$((n + 1))
+		case $verdict in
+		PASS:) echo "ok $n $name" ;;
+		SKIP:) echo "ok $n $name # SKIP" ;;
+		*) echo "not ok $n $name" ;;
+		esac
+	done < <(sed -n 's/^ *--- \(PASS:\|FAIL:\|SKIP:\) \([^ ]*\).*/\1 \2/p' "$1")
+	if [[ $3 -ne 0 ]] && ! grep -q '^ *--- FAIL: ' "$1"; then
+		n=$((n + 1))
+		echo "not ok $n go test (failed without a failing test: see the log above)"
+	fi
+	n=$((n + 1))
+	if [[ $2 -eq 0 ]]; then
+		echo "ok $n gofmt, go vet, go test -race"
+	else
+		echo "not ok $n gofmt, go vet or go test -race (see the log above)"
+	fi
+	echo "1..$n"
 }
 
 # --- export ---------------------------------------------------------------

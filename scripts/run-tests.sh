@@ -16,7 +16,12 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
   3. scripts/vm-run.sh itself: output and exit status pass through;
   4. in the patched kernel on cgroup v2: the KUnit suite, test_borrowing and
      the upstream test_cpu; on cgroup v1: the KUnit suite and test_borrowing;
-  5. the upstream test_cpu on the stock kernel (cgroup v2), and the check
+  5. the patched nerdctl (scripts/nerdctl-build.sh --tap): gofmt, go vet,
+     its Go unit tests; then, in the guest with containerd: its integration
+     tests (nerdctl-patch/tests/run-in-guest.sh) on cgroup v2 with runc,
+     on v1 with crun, and with systemd as PID 1 and the systemd cgroup
+     driver (v2, runc); on the stock kernel, that logging still works;
+  6. the upstream test_cpu on the stock kernel (cgroup v2), and the check
      that every test passing there passes on the patched kernel (a test that
      fails on patched only is run up to twice more first: some upstream
      tests have 1% timing tolerances that emulation can miss on any kernel).
@@ -58,7 +63,8 @@ static_checks() {
 	{
 		echo "TAP version 13"
 		check "shellcheck scripts and selftests" \
-			shellcheck -x "$CFSB_ROOT"/scripts/*.sh "$CFSB_ROOT"/selftests/*.sh "$CFSB_ROOT/.ci/run"
+			shellcheck -x "$CFSB_ROOT"/scripts/*.sh "$CFSB_ROOT"/selftests/*.sh \
+			"$CFSB_ROOT"/nerdctl-patch/tests/*.sh "$CFSB_ROOT/.ci/run"
 		check "ruff check and format" bash -c "ruff check '$CFSB_ROOT' && ruff format --check '$CFSB_ROOT'"
 		check "checkpatch --strict on kernel/patches" "$CFSB_ROOT/scripts/kernel-series.sh" checkpatch
 		echo "1..$n"
@@ -80,6 +86,8 @@ fi
 stock_image=$(kernel_image_path stock x86_64 default)
 patched_image=$(kernel_image_path patched x86_64 default)
 make -s -C "$CFSB_ROOT/selftests" KSRC="$(kernel_tree stock)"
+ensure_packages "${CONTAINER_PACKAGES[@]}"
+python3 "$CFSB_ROOT/scripts/build_images.py" "$CFSB_ROOT/.build/images" >/dev/null
 
 # --- 3. vm-run.sh itself ----------------------------------------------------
 # vm ARG...: vm-run.sh with the patched kernel; its output (stdout and
@@ -117,7 +125,26 @@ for cg in v2 v1; do
 		selftests/run-in-guest.sh "$results/patched-$cg" "${suites[@]}" || true
 done
 
-# --- 5. the stock kernel ----------------------------------------------------
+# --- 5. the patched nerdctl ------------------------------------------------
+containers() {
+	local name=$1
+	local out=$results/containers-$name.tap
+	shift
+	log "containers: $name"
+	"$CFSB_ROOT/scripts/vm-run.sh" --timeout 1200 "$@" 2>&1 | tee "$out" || true
+	# A run that did not get to its plan line (a crash, a hang) fails.
+	grep -qE '^1\.\.[0-9]+$' "$out" ||
+		echo "not ok 999 containers $name: the run ended early (see above)" | tee -a "$out"
+}
+log "nerdctl: unit tests"
+"$CFSB_ROOT/scripts/nerdctl-build.sh" --tap "$results/nerdctl-unit.tap" || true
+containers v2-runc --kernel "$patched_image" --cgroup v2 -- nerdctl-patch/tests/run-in-guest.sh
+containers v1-crun --kernel "$patched_image" --cgroup v1 -- nerdctl-patch/tests/run-in-guest.sh --runtime crun
+containers v2-systemd --kernel "$patched_image" --cgroup v2 --init systemd -- \
+	nerdctl-patch/tests/run-in-guest.sh --cgroup-manager systemd
+containers stock-v2 --kernel "$stock_image" --cgroup v2 -- nerdctl-patch/tests/run-in-guest.sh --stock-kernel
+
+# --- 6. the stock kernel ----------------------------------------------------
 log "stock kernel, cgroup v2: test_cpu"
 "$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup v2 -- \
 	selftests/run-in-guest.sh "$results/stock-v2" test_cpu || true
@@ -142,4 +169,5 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	--same-or-better "$results/stock-v2/test_cpu.tap" "$(IFS=,; echo "${patched_runs[*]}")" \
 	"$results/static.tap" "$results/vm-run.tap" \
 	"$results/patched-v2/kunit.tap" "$results/patched-v2/borrowing.tap" \
-	"$results/patched-v1/kunit.tap" "$results/patched-v1/borrowing.tap"
+	"$results/patched-v1/kunit.tap" "$results/patched-v1/borrowing.tap" \
+	"$results/nerdctl-unit.tap" "$results"/containers-*.tap

@@ -6,7 +6,8 @@
 # images of scripts/build_images.py. TAP on stdout; measurements as
 # "# info:" lines.
 #
-#   run-in-guest.sh [--runtime runc|crun] [--stock-kernel]
+#   run-in-guest.sh [--runtime runc|crun] [--cgroup-manager cgroupfs|systemd]
+#                   [--stock-kernel]
 #
 # On the patched kernel: the logger charges the container (modes process,
 # thread, off), container CPU + charged CPU stays at the quota, log content
@@ -15,12 +16,13 @@
 # cpu.cfs.borrowing_us): the logger says so and logs everything.
 set -uo pipefail
 
-runtime=runc stock=0
+runtime=runc manager=cgroupfs stock=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--runtime) runtime=$2; shift 2 ;;
+	--cgroup-manager) manager=$2; shift 2 ;;
 	--stock-kernel) stock=1; shift ;;
-	-h | --help) sed -n '4,15p' "$0" | cut -c3-; exit 0 ;;
+	-h | --help) sed -n '4,16p' "$0" | cut -c3-; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -79,10 +81,10 @@ echo "tried $tried"
 '
 
 echo "TAP version 13"
-cs_start --runtime "$runtime" --cpus 0
+cs_start --runtime "$runtime" --cgroup-manager "$manager" --cpus 0
 cs_load_images busybox
 hier=$(cs_hierarchy)
-info "cgroup $hier, runtime $runtime, kernel $(uname -r)$( ((stock)) && echo ' (stock)')"
+info "cgroup $hier, runtime $runtime, $manager driver, kernel $(uname -r)$( ((stock)) && echo ' (stock)')"
 
 if ((stock)); then
 	id=$(cs_run -d cfsb/busybox sh -c "$flood_cmd")
