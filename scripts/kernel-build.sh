@@ -97,48 +97,6 @@ ensure_repo() {
 	echo "$KERNEL_SOURCE_PKG_VERSION" >"$stamp"
 }
 
-# prepare_tree: make $tree hold exactly the base (+ the series), reusing it
-# when it already does.
-prepare_tree() {
-	if [[ $variant == stock ]]; then
-		if [[ $(git -C "$tree" rev-parse HEAD) != "$(git -C "$tree" rev-parse cfsb-base)" ]] ||
-			[[ -n $(git -C "$tree" status --porcelain --untracked-files=no) ]]; then
-			log "stock tree differs from the base: resetting it"
-			git -C "$tree" checkout -q --detach cfsb-base
-			git -C "$tree" reset -q --hard cfsb-base
-		fi
-		return 0
-	fi
-	if [[ ! -d $tree ]]; then
-		git -C "$repo" worktree prune
-		git -C "$repo" worktree add -q --detach "$tree" cfsb-base
-	fi
-	local stampf want have
-	stampf=$(git -C "$tree" rev-parse --absolute-git-dir)/cfsb-series
-	mapfile -t patches < <(series_patches)
-	[[ ${#patches[@]} -gt 0 ]] || die "no patches in kernel/patches"
-	want=$(files_hash "${patches[@]}")
-	have=$(cat "$stampf" 2>/dev/null || true)
-	if [[ $keep_tree -eq 1 ]]; then
-		log "--keep-tree: using $tree as it is"
-		return 0
-	fi
-	if [[ $have == "$want $(git -C "$tree" rev-parse HEAD)" ]] &&
-		[[ -z $(git -C "$tree" status --porcelain --untracked-files=no) ]]; then
-		return 0
-	fi
-	[[ -n $have ]] && log "patch series or tree changed: re-applying ${#patches[@]} patches"
-	rm -f "$stampf"
-	git -C "$tree" am --abort >/dev/null 2>&1 || true
-	git -C "$tree" reset -q --hard cfsb-base
-	if ! git -C "$tree" am -q --whitespace=nowarn "${patches[@]}"; then
-		git -C "$tree" am --abort >/dev/null 2>&1 || true
-		git -C "$tree" reset -q --hard cfsb-base
-		die "the series does not apply to $KERNEL_BASE_VERSION"
-	fi
-	echo "$want $(git -C "$tree" rev-parse HEAD)" >"$stampf"
-}
-
 # --- configuration --------------------------------------------------------
 fragments=("$CFSB_ROOT/kernel/config/guest.config" "$CFSB_ROOT/Kconfig.fragment")
 [[ $config == debug ]] && fragments+=("$CFSB_ROOT/kernel/config/debug.config")
@@ -207,7 +165,8 @@ build_kernel() {
 }
 
 ensure_repo
-prepare_tree
+mapfile -t patches < <(series_patches)
+prepare_series_tree "$repo" "$tree" "$variant" "$keep_tree" ignore "Linux $KERNEL_BASE_VERSION" "${patches[@]}"
 configure
 if [[ $configure_only -eq 1 ]]; then
 	log "configured: $build/.config"

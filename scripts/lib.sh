@@ -120,3 +120,65 @@ use_ccache() {
 }
 
 series_patches() { find "$CFSB_ROOT/kernel/patches" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | sort; }
+
+# tree_reset_to_base TREE UNTRACKED: check out the tag cfsb-base in TREE,
+# discarding any change (and, with UNTRACKED=clean, every untracked file).
+tree_reset_to_base() {
+	git -C "$1" am --abort >/dev/null 2>&1 || true
+	git -C "$1" reset -q --hard
+	git -C "$1" checkout -q --detach cfsb-base
+	[[ $2 == ignore ]] || git -C "$1" clean -q -fdx
+}
+
+# prepare_series_tree REPO TREE VARIANT KEEP_TREE UNTRACKED WHAT [PATCH...]
+# Makes TREE, a worktree of REPO (or REPO itself), hold exactly the tag
+# cfsb-base (VARIANT stock) or cfsb-base plus the series PATCH... (patched),
+# and reuses it when it already does: a stamp in the worktree's git
+# directory records the series' hash and the HEAD it gave.
+#   KEEP_TREE=1   use a patched tree as it is (to work on the series);
+#   UNTRACKED     "ignore": untracked files are not a change (the kernel keeps
+#                 its build directories in the tree); "clean": they are, and
+#                 go when the tree is reset;
+#   WHAT          what the series applies to, for messages.
+# The series is applied by a fixed committer at the author dates, so the
+# patched commits have the same ids on every machine.
+prepare_series_tree() {
+	local repo=$1 tree=$2 variant=$3 keep=$4 untracked=$5 what=$6
+	shift 6
+	local changes=(status --porcelain) stampf want have
+	[[ $untracked == ignore ]] && changes+=(--untracked-files=no)
+	if [[ $variant == stock ]]; then
+		if [[ $(git -C "$tree" rev-parse HEAD) != "$(git -C "$tree" rev-parse cfsb-base)" ]] ||
+			[[ -n $(git -C "$tree" "${changes[@]}") ]]; then
+			log "stock tree differs from the base: resetting it"
+			tree_reset_to_base "$tree" "$untracked"
+		fi
+		return 0
+	fi
+	[[ $# -gt 0 ]] || die "no patches to apply to $what"
+	if [[ ! -d $tree ]]; then
+		git -C "$repo" worktree prune
+		git -C "$repo" worktree add -q --detach "$tree" cfsb-base
+	fi
+	if [[ $keep -eq 1 ]]; then
+		log "--keep-tree: using $tree as it is"
+		return 0
+	fi
+	stampf=$(git -C "$tree" rev-parse --absolute-git-dir)/cfsb-series
+	want=$(files_hash "$@")
+	have=$(cat "$stampf" 2>/dev/null || true)
+	if [[ $have == "$want $(git -C "$tree" rev-parse HEAD)" ]] &&
+		[[ -z $(git -C "$tree" "${changes[@]}") ]]; then
+		return 0
+	fi
+	[[ -n $have ]] && log "patch series or tree changed: re-applying $# patches"
+	rm -f "$stampf"
+	tree_reset_to_base "$tree" "$untracked"
+	if ! git -C "$tree" -c user.name="cfs-borrowing build" -c user.email=build@localhost \
+		am -q --whitespace=nowarn --committer-date-is-author-date "$@"; then
+		tree_reset_to_base "$tree" "$untracked"
+		die "the series does not apply to $what"
+	fi
+	log "applied $# patches to $what"
+	echo "$want $(git -C "$tree" rev-parse HEAD)" >"$stampf"
+}

@@ -133,54 +133,6 @@ ensure_repo() {
 	echo "$NERDCTL_VERSION $NERDCTL_SUM" >"$stamp"
 }
 
-# prepare_tree: make $tree hold exactly the base (+ the series), reusing it
-# when it already does.
-prepare_tree() {
-	if [[ $variant == stock ]]; then
-		if [[ $(git -C "$tree" rev-parse HEAD) != "$(git -C "$tree" rev-parse cfsb-base)" ]] ||
-			[[ -n $(git -C "$tree" status --porcelain) ]]; then
-			log "stock tree differs from the base: resetting it"
-			git -C "$tree" checkout -q --detach cfsb-base
-			git -C "$tree" reset -q --hard cfsb-base
-			git -C "$tree" clean -q -fdx
-		fi
-		return 0
-	fi
-	if [[ ! -d $tree ]]; then
-		git -C "$repo" worktree prune
-		git -C "$repo" worktree add -q --detach "$tree" cfsb-base
-	fi
-	local stampf want have
-	stampf=$(git -C "$tree" rev-parse --absolute-git-dir)/cfsb-series
-	mapfile -t patches < <(series_files)
-	[[ ${#patches[@]} -gt 0 ]] || die "no patches in $patch_dir"
-	want=$(files_hash "${patches[@]}")
-	have=$(cat "$stampf" 2>/dev/null || true)
-	if [[ $keep_tree -eq 1 ]]; then
-		log "--keep-tree: using $tree as it is"
-		return 0
-	fi
-	if [[ $have == "$want $(git -C "$tree" rev-parse HEAD)" ]] &&
-		[[ -z $(git -C "$tree" status --porcelain) ]]; then
-		return 0
-	fi
-	[[ -n $have ]] && log "patch series or tree changed: re-applying ${#patches[@]} patches"
-	rm -f "$stampf"
-	git -C "$tree" am --abort >/dev/null 2>&1 || true
-	git -C "$tree" reset -q --hard cfsb-base
-	git -C "$tree" clean -q -fdx
-	# The committer date is the author date: the patched commits have the
-	# same ids on every machine, and so has the binary's revision.
-	if ! git -C "$tree" -c user.name="cfs-borrowing build" -c user.email=build@localhost \
-		am -q --committer-date-is-author-date "${patches[@]}"; then
-		git -C "$tree" am --abort >/dev/null 2>&1 || true
-		git -C "$tree" reset -q --hard cfsb-base
-		die "the series does not apply to nerdctl $NERDCTL_VERSION"
-	fi
-	log "applied ${#patches[@]} patches"
-	echo "$want $(git -C "$tree" rev-parse HEAD)" >"$stampf"
-}
-
 # --- build ----------------------------------------------------------------
 build() {
 	local bin=$out/nerdctl want head version t0
@@ -325,7 +277,8 @@ fi
 
 start=$(now_s)
 ensure_repo
-prepare_tree
+mapfile -t patches < <(series_files)
+prepare_series_tree "$repo" "$tree" "$variant" "$keep_tree" clean "nerdctl $NERDCTL_VERSION" "${patches[@]}"
 build
 status=0
 if [[ $run_tests -eq 1 ]]; then
