@@ -23,8 +23,9 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      driver (v2, runc); on the stock kernel, that logging still works;
   6. the upstream test_cpu on the stock kernel (cgroup v2), and the check
      that every test passing there passes on the patched kernel (a test that
-     fails on patched only is run up to twice more first: some upstream
-     tests have 1% timing tolerances that emulation can miss on any kernel).
+     fails on patched only is run up to five more times first: some
+     upstream tests have 1% timing tolerances that emulation misses, on
+     either kernel, in one run out of three or so).
      The upstream results are listed; the comparison is what counts.
 TAP output of every suite is kept in the results directory (default
 results/tests).
@@ -150,10 +151,13 @@ log "stock kernel, cgroup v2: test_cpu"
 	selftests/run-in-guest.sh "$results/stock-v2" test_cpu || true
 
 # An upstream test that passed on stock and failed on patched is run again
-# (twice at most) before it counts as a regression: some have 1% timing
-# tolerances that emulation occasionally misses, whatever the kernel.
+# (five times at most) before it counts as a regression: some have 1%
+# timing tolerances that emulation misses, whatever the kernel, in about
+# one run out of three (test_cpucg_stats: its hog sleeps for the CPU time
+# it still needs and stops when it wakes, so a late wakeup under emulation
+# overshoots the 2 s); a real regression fails every time.
 patched_runs=("$results/patched-v2/test_cpu.tap")
-for attempt in 2 3; do
+for attempt in 2 3 4 5 6; do
 	regressed=$(python3 "$CFSB_ROOT/scripts/tap_summary.py" --regressions \
 		"$results/stock-v2/test_cpu.tap" "${patched_runs[@]}") && break
 	log "upstream test(s) failing on patched only: $(echo "$regressed" | tr '\n' ' '); run $attempt"

@@ -27,6 +27,8 @@
 /* 10 periods: all but one quota may be outstanding. */
 #define BOUND_US	(9 * QUOTA_US)
 #define NOBODY		65534
+/* The longest period: the first refill comes a second after the quota is set. */
+#define SLOW_PERIOD_US	USEC_PER_SEC
 /* Periods after which an idle group's period timer has stopped. */
 #define TIMER_IDLE_US	(4 * PERIOD_US)
 
@@ -59,15 +61,14 @@ FIXTURE_TEARDOWN(borrowing)
 }
 
 /*
- * Gives @cg a quota and waits until its period timer has stopped, so that
- * nothing pays off borrowing while the group stays idle: reads are then
- * exact.
+ * Gives @cg a quota per second, the longest period: as setting a quota
+ * restarts the period timer, nothing is paid off for a second, and reads
+ * of the charges made meanwhile are exact.
  */
-static void set_bandwidth_idle(struct __test_metadata *_metadata, const char *cg,
-			       long quota_us, long period_us)
+static void set_slow_bandwidth(struct __test_metadata *_metadata, const char *cg,
+			       long quota_us)
 {
-	ASSERT_EQ(0, bcg_set_bandwidth(cg, quota_us, period_us));
-	bcg_sleep_usec(quota_us < 0 ? 0 : 4 * period_us);
+	ASSERT_EQ(0, bcg_set_bandwidth(cg, quota_us, SLOW_PERIOD_US));
 }
 
 /* Runs @fn in a child process and returns its exit status. */
@@ -123,7 +124,7 @@ TEST_F(borrowing, present_and_zero)
 
 TEST_F(borrowing, round_trip)
 {
-	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
 
 	ASSERT_EQ(0, bcg_charge(self->child, 1234));
 	EXPECT_EQ(1234, bcg_borrowing(self->child));
@@ -159,7 +160,7 @@ TEST_F(borrowing, bad_input)
 	char path[PATH_MAX];
 	int i, fd;
 
-	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
 	ASSERT_EQ(0, bcg_charge(self->child, 777));
 
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -181,7 +182,7 @@ TEST_F(borrowing, bad_input)
 
 TEST_F(borrowing, bounded_and_clamped)
 {
-	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
 
 	/* The largest value accepted: far above the bound, which it fills. */
 	ASSERT_EQ(0, bcg_write_borrowing(self->child, "18446744073709551"));
@@ -191,7 +192,7 @@ TEST_F(borrowing, bounded_and_clamped)
 	EXPECT_EQ(BOUND_US, bcg_stat(self->child, "borrowed_usec"));
 
 	/* A smaller quota shrinks the bound: 9 x 20ms. */
-	ASSERT_EQ(0, bcg_set_bandwidth(self->child, 20 * USEC_PER_MSEC, PERIOD_US));
+	ASSERT_EQ(0, bcg_set_bandwidth(self->child, 20 * USEC_PER_MSEC, SLOW_PERIOD_US));
 	EXPECT_LE(bcg_borrowing(self->child), 180 * USEC_PER_MSEC);
 	EXPECT_EQ(0, bcg_stat(self->child, "borrowed_usec") -
 		     bcg_stat(self->child, "borrow_deducted_usec") -
@@ -202,7 +203,7 @@ TEST_F(borrowing, bounded_and_clamped)
 
 TEST_F(borrowing, no_quota_charges_ancestor)
 {
-	set_bandwidth_idle(_metadata, self->parent, QUOTA_US, PERIOD_US);
+	set_slow_bandwidth(_metadata, self->parent, QUOTA_US);
 
 	ASSERT_EQ(0, bcg_charge(self->child, 5000));
 	EXPECT_EQ(0, bcg_borrowing(self->child));
@@ -223,12 +224,12 @@ TEST_F(borrowing, no_quota_anywhere_drops)
 
 TEST_F(borrowing, quota_removed_moves_to_ancestor)
 {
-	set_bandwidth_idle(_metadata, self->parent, QUOTA_US, PERIOD_US);
-	set_bandwidth_idle(_metadata, self->child, 20 * USEC_PER_MSEC, PERIOD_US);
+	set_slow_bandwidth(_metadata, self->parent, QUOTA_US);
+	set_slow_bandwidth(_metadata, self->child, 20 * USEC_PER_MSEC);
 
 	ASSERT_EQ(0, bcg_charge(self->child, 100 * USEC_PER_MSEC));
 	EXPECT_EQ(100 * USEC_PER_MSEC, bcg_borrowing(self->child));
-	ASSERT_EQ(0, bcg_set_bandwidth(self->child, -1, PERIOD_US));
+	ASSERT_EQ(0, bcg_set_bandwidth(self->child, -1, SLOW_PERIOD_US));
 	EXPECT_EQ(0, bcg_borrowing(self->child));
 	EXPECT_EQ(100 * USEC_PER_MSEC, bcg_borrowing(self->parent));
 	EXPECT_EQ(100 * USEC_PER_MSEC, bcg_stat(self->parent, "borrowed_usec"));
@@ -239,7 +240,7 @@ TEST_F(borrowing, removed_with_borrowing_pending)
 	char path[PATH_MAX];
 	int fd;
 
-	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
 	ASSERT_EQ(0, bcg_charge(self->child, 400 * USEC_PER_MSEC));
 	snprintf(path, sizeof(path), "%s/%s", self->child, BORROWING_FILE);
 	fd = open(path, O_WRONLY);
@@ -269,7 +270,7 @@ TEST_F(borrowing, nonroot_cannot_write)
 {
 	char path[PATH_MAX];
 
-	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
 	/* The file's mode keeps others out ... */
 	EXPECT_EQ(2, in_child(write_as_nobody, self->child));
 	/* ... and owning it, as in a delegated subtree, does not help. */
@@ -294,7 +295,7 @@ static int write_in_user_ns(const char *cg)
 
 TEST_F(borrowing, user_namespace_root_cannot_write)
 {
-	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
 	EXPECT_EQ(1, in_child(write_in_user_ns, self->child));
 	EXPECT_EQ(0, bcg_borrowing(self->child));
 }
@@ -310,7 +311,7 @@ static int write_in_cgroup_ns(const char *cg)
 /* A container given CAP_SYS_ADMIN without a user namespace has the host's. */
 TEST_F(borrowing, cgroup_namespace_cannot_write)
 {
-	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
 	EXPECT_EQ(1, in_child(write_in_cgroup_ns, self->child));
 	EXPECT_EQ(0, bcg_borrowing(self->child));
 }
@@ -325,7 +326,7 @@ static int write_in_pid_ns(const char *cg)
 
 TEST_F(borrowing, pid_namespace_cannot_write)
 {
-	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
 	EXPECT_EQ(1, in_child(write_in_pid_ns, self->child));
 	EXPECT_EQ(0, bcg_borrowing(self->child));
 }
@@ -333,7 +334,7 @@ TEST_F(borrowing, pid_namespace_cannot_write)
 /* The same charge from the host's namespaces: the control for the above. */
 TEST_F(borrowing, initial_namespaces_can_write)
 {
-	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
 	EXPECT_EQ(3, in_child(write_charge, self->child));
 	EXPECT_EQ(1000, bcg_borrowing(self->child));
 }
@@ -369,12 +370,31 @@ TEST_F(borrowing, opener_and_writer_both_need_privilege)
 {
 	char path[PATH_MAX];
 
-	set_bandwidth_idle(_metadata, self->child, QUOTA_US, PERIOD_US);
+	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
 	EXPECT_EQ(1, in_child(write_opened_by_root, self->child));
 	snprintf(path, sizeof(path), "%s/%s", self->child, BORROWING_FILE);
 	ASSERT_EQ(0, chown(path, NOBODY, NOBODY));
 	EXPECT_EQ(1, in_child(write_opened_by_nobody, self->child));
 	EXPECT_EQ(0, bcg_borrowing(self->child));
+}
+
+/*
+ * A group that does not run pays too: it may be waiting for the very worker
+ * that charges it (a container blocked on its logger's full pipe).
+ */
+TEST_F(borrowing, idle_group_pays)
+{
+	long paid = 3 * QUOTA_US;
+
+	ASSERT_EQ(0, bcg_set_bandwidth(self->child, QUOTA_US, PERIOD_US));
+	/* No task: its period timer stops, as for any idle group. */
+	bcg_sleep_usec(TIMER_IDLE_US);
+	ASSERT_EQ(0, bcg_charge(self->child, paid));
+	bcg_sleep_usec(5 * PERIOD_US);
+	EXPECT_EQ(0, bcg_borrowing(self->child));
+	EXPECT_EQ(paid, bcg_stat(self->child, "borrow_deducted_usec"));
+	EXPECT_LE(3, bcg_stat(self->child, "nr_borrow_periods"));
+	EXPECT_EQ(0, bcg_usage_usec(self->child));
 }
 
 /*
