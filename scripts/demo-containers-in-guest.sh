@@ -28,4 +28,4 @@ for mode in off process thread; do
 	cs_nerdctl rm -f "$id" >/dev/null
 done
 echo "  (quota: 50%; without charging the container's logging escapes it, with"
-echo "   charging B + C stays at the quota; 'thread' charges only the copying threads)"
+echo "   charging B + C stays within the quota; 'thread' charges only the copying threads)"
