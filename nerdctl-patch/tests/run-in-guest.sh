@@ -115,8 +115,8 @@ done
 read -r a b c <<<"${share[process]}"
 check "process mode: the logger's CPU is charged (B/A >= 90%)" '((b > 0 && b * 10 >= a * 9))' \
 	"A=$a B=$b"
-check "process mode: container + charged CPU within the quota (30% <= B+C <= 55%)" \
-	'((b + c >= 3000 && b + c <= 5500))' "B+C=$((b + c))"
+check "process mode: container + charged CPU within the quota (35% <= B+C <= 55%)" \
+	'((b + c >= 3500 && b + c <= 5500))' "B+C=$((b + c))"
 read -r a b c <<<"${share[thread]}"
 check "thread mode: part of the logger's CPU is charged (0 < B <= A)" '((b > 0 && b <= a + 100))' \
 	"A=$a B=$b"
