@@ -185,17 +185,19 @@ cs_container_cgroup() {
 	echo "$(cs_cpu_root)$rel"
 }
 
-# cs_logger_pid ID: the pid of the container's logging process.
+# cs_logger_pid ID: the pid of the container's logging process (fork-free:
+# it scans /proc, and forks are slow in the guest under load).
 cs_logger_pid() {
-	local id=$1 pid
-	for pid in /proc/[0-9]*; do
-		pid=${pid#/proc/}
-		[[ -r /proc/$pid/environ ]] || continue
-		grep -qa _NERDCTL_INTERNAL_LOGGING "/proc/$pid/cmdline" 2>/dev/null || continue
-		if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "CONTAINER_ID=$id"; then
-			echo "$pid"
+	local id=$1 dir args env var
+	for dir in /proc/[0-9]*; do
+		mapfile -d '' -t args <"$dir/cmdline" 2>/dev/null || continue
+		[[ " ${args[*]} " == *" _NERDCTL_INTERNAL_LOGGING "* ]] || continue
+		mapfile -d '' -t env <"$dir/environ" 2>/dev/null || continue
+		for var in "${env[@]}"; do
+			[[ $var == "CONTAINER_ID=$id" ]] || continue
+			echo "${dir#/proc/}"
 			return 0
-		fi
+		done
 	done
 	return 1
 }
@@ -203,37 +205,41 @@ cs_logger_pid() {
 # Measurements. They read files with bash builtins only: forking is slow in
 # the guest while a container floods the CPU, and would blur the timing.
 
-# cs_stat_key FILE KEY: the value of KEY in a "key value" file, into REPLY.
-cs_stat_key() {
+# cs_cpu_stat CGDIR: the cgroup's CPU usage and bandwidth statistics, in µs
+# whatever the hierarchy (v1 shows ns), into the associative array CS_STAT:
+# usage nr_periods nr_throttled throttled nr_borrow_periods borrowed
+# deducted dropped (0 where the kernel has no such key).
+declare -gA CS_STAT
+cs_cpu_stat() {
 	local key value
-	REPLY=""
+	CS_STAT=([usage]=0 [nr_periods]=0 [nr_throttled]=0 [throttled]=0
+		[nr_borrow_periods]=0 [borrowed]=0 [deducted]=0 [dropped]=0)
 	while read -r key value; do
-		[[ $key == "$2" ]] && { REPLY=$value; return 0; }
-	done <"$1"
-	return 1
+		case $key in
+		usage_usec) CS_STAT[usage]=$value ;;
+		nr_periods | nr_throttled | nr_borrow_periods) CS_STAT[$key]=$value ;;
+		throttled_usec) CS_STAT[throttled]=$value ;;
+		throttled_time) CS_STAT[throttled]=$((value / 1000)) ;;
+		borrowed_usec) CS_STAT[borrowed]=$value ;;
+		borrowed_time) CS_STAT[borrowed]=$((value / 1000)) ;;
+		borrow_deducted_usec) CS_STAT[deducted]=$value ;;
+		borrow_deducted_time) CS_STAT[deducted]=$((value / 1000)) ;;
+		borrow_dropped_usec) CS_STAT[dropped]=$value ;;
+		borrow_dropped_time) CS_STAT[dropped]=$((value / 1000)) ;;
+		esac
+	done <"$1/cpu.stat"
+	if [[ -f $1/cpuacct.usage ]]; then
+		read -r value <"$1/cpuacct.usage"
+		CS_STAT[usage]=$((value / 1000))
+	fi
 }
 
 # cs_usage_us CGDIR: CPU time the cgroup used, µs, into REPLY.
-cs_usage_us() {
-	if [[ -f $1/cpuacct.usage ]]; then
-		read -r REPLY <"$1/cpuacct.usage"
-		REPLY=$((REPLY / 1000))
-	else
-		cs_stat_key "$1/cpu.stat" usage_usec
-	fi
-}
+cs_usage_us() { cs_cpu_stat "$1" && REPLY=${CS_STAT[usage]}; }
 
 # cs_borrowed_us CGDIR: CPU time charged to the cgroup, µs, into REPLY
 # (0 on a kernel without cpu.cfs.borrowing_us).
-cs_borrowed_us() {
-	if cs_stat_key "$1/cpu.stat" borrowed_usec; then
-		:
-	elif cs_stat_key "$1/cpu.stat" borrowed_time; then
-		REPLY=$((REPLY / 1000))
-	else
-		REPLY=0
-	fi
-}
+cs_borrowed_us() { cs_cpu_stat "$1" && REPLY=${CS_STAT[borrowed]}; }
 
 # cs_pid_cpu_us PID: user+system CPU time of a process and its threads,
 # dead ones included, µs, into REPLY (clock ticks of 10 ms).
@@ -283,3 +289,11 @@ cs_measure() {
 
 # cs_pct N: N in units of 0.01 % as a percentage with two decimals.
 cs_pct() { printf '%d.%02d' $(($1 / 100)) $(($1 % 100)); }
+
+# cs_ppid PID: the parent's pid, into REPLY.
+cs_ppid() {
+	local line fields
+	read -r line <"/proc/$1/stat" || return 1
+	read -ra fields <<<"${line##*) }"
+	REPLY=${fields[1]}
+}

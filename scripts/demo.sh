@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [--cgroup v1|v2|both] [--kernel-only]
+Usage: ${0##*/} [--cgroup v1|v2|both] [--kernel-only] [--no-study]
 
 Installs what is missing, builds the patched kernel (scripts/kernel-build.sh),
 the patched nerdctl (scripts/nerdctl-build.sh) and the images
@@ -19,13 +19,18 @@ quota, with the logging process's charging off, in process mode and in
 thread mode; it prints the logger's CPU, the container's and the charged
 share. Default: both hierarchies.
 
+Then it runs the reference study's experiments in their quick tier
+(experiments/noisy_logging.sh --quick, about 12 minutes: the stock kernel
+too) and prints where the report and the plots are.
+
 --kernel-only  no containers: scripts/demo-in-guest.sh shows a CPU hog with
                a 50 ms / 100 ms quota, alone, while charged 20 ms per period
                through cpu.cfs.borrowing_us, and after a 300 ms charge.
+--no-study     skip the quick study.
 EOF
 }
 
-hierarchies=(v2 v1) guest_demo=scripts/demo-containers-in-guest.sh
+hierarchies=(v2 v1) guest_demo=scripts/demo-containers-in-guest.sh study=1
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--cgroup)
@@ -36,7 +41,8 @@ while [[ $# -gt 0 ]]; do
 		esac
 		shift 2
 		;;
-	--kernel-only) guest_demo=scripts/demo-in-guest.sh; shift ;;
+	--kernel-only) guest_demo=scripts/demo-in-guest.sh study=0; shift ;;
+	--no-study) study=0; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
@@ -51,3 +57,10 @@ fi
 for cg in "${hierarchies[@]}"; do
 	"$CFSB_ROOT/scripts/vm-run.sh" --cgroup "$cg" -- "$guest_demo"
 done
+if ((study)); then
+	"$CFSB_ROOT/experiments/noisy_logging.sh" --quick >/dev/null
+	echo
+	echo "The reference study, quick tier (results/noisy_logging/quick/report.md):"
+	sed -n '/^## Targets/,/^## cgroup/p' "$CFSB_ROOT/results/noisy_logging/quick/report.md" | sed '$d'
+	echo "Report: results/noisy_logging/quick/report.md; plots: results/noisy_logging/quick/plots/"
+fi

@@ -27,6 +27,10 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      upstream tests have 1% timing tolerances that emulation misses, on
      either kernel, in one run out of three or so).
      The upstream results are listed; the comparison is what counts.
+  7. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
+     --quick, about 12 minutes), checked end to end: every planned cell
+     measured, the charging modes applied, the report and plots written
+     (experiments/check_noisy_logging.py; the numbers are reported only).
 TAP output of every suite is kept in the results directory (default
 results/tests).
 EOF
@@ -63,9 +67,9 @@ static_checks() {
 	}
 	{
 		echo "TAP version 13"
-		check "shellcheck scripts and selftests" \
+		check "shellcheck scripts, selftests and experiments" \
 			shellcheck -x "$CFSB_ROOT"/scripts/*.sh "$CFSB_ROOT"/selftests/*.sh \
-			"$CFSB_ROOT"/nerdctl-patch/tests/*.sh "$CFSB_ROOT/.ci/run"
+			"$CFSB_ROOT"/nerdctl-patch/tests/*.sh "$CFSB_ROOT"/experiments/*.sh "$CFSB_ROOT/.ci/run"
 		check "ruff check and format" bash -c "ruff check '$CFSB_ROOT' && ruff format --check '$CFSB_ROOT'"
 		check "checkpatch --strict on kernel/patches" "$CFSB_ROOT/scripts/kernel-series.sh" checkpatch
 		echo "1..$n"
@@ -166,6 +170,13 @@ for attempt in 2 3 4 5 6; do
 	patched_runs+=("$results/patched-v2/run$attempt/test_cpu.tap")
 done
 
+# --- 7. the noisy-logging study, quick tier: the pipeline end to end ------
+log "experiments/noisy_logging.sh --quick"
+"$CFSB_ROOT/experiments/noisy_logging.sh" --quick --out "$results/noisy_logging" >"$results/noisy_logging.log" 2>&1 ||
+	{ tail -30 "$results/noisy_logging.log"; }
+python3 "$CFSB_ROOT/experiments/check_noisy_logging.py" "$results/noisy_logging" |
+	tee "$results/noisy_logging.tap" || true
+
 log "all tests ran in $(($(now_s) - t0)) s"
 echo
 python3 "$CFSB_ROOT/scripts/tap_summary.py" \
@@ -174,4 +185,4 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/static.tap" "$results/vm-run.tap" \
 	"$results/patched-v2/kunit.tap" "$results/patched-v2/borrowing.tap" \
 	"$results/patched-v1/kunit.tap" "$results/patched-v1/borrowing.tap" \
-	"$results/nerdctl-unit.tap" "$results"/containers-*.tap
+	"$results/nerdctl-unit.tap" "$results"/containers-*.tap "$results/noisy_logging.tap"

@@ -169,6 +169,22 @@ int bcg_charge(const char *cg, long usec)
 	return bcg_write_borrowing(cg, buf);
 }
 
+long bcg_bandwidth_slice_usec(void)
+{
+	char buf[32];
+	int fd = open("/proc/sys/kernel/sched_cfs_bandwidth_slice_us", O_RDONLY);
+	ssize_t len;
+
+	if (fd < 0)
+		return -1;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	return strtol(buf, NULL, 10);
+}
+
 pid_t bcg_start_hog(const char *cg, int cpu)
 {
 	char buf[32];

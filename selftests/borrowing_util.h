@@ -43,6 +43,9 @@ int bcg_write_borrowing(const char *cg, const char *value);
 /* Charges @usec: 0 or -errno. */
 int bcg_charge(const char *cg, long usec);
 
+/* sched_cfs_bandwidth_slice_us, or -1. */
+long bcg_bandwidth_slice_usec(void);
+
 /* Starts a process that spins on CPU @cpu inside @cg; returns its pid. */
 pid_t bcg_start_hog(const char *cg, int cpu);
 

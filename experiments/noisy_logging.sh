@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# The noisy-logging study: the reference paper's experiments 1 and 2 on the
+# patched kernel (charging off, process and thread mode) and on the stock
+# kernel, cgroup v1 and v2, in one run; then the report and the plots.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/../scripts/lib.sh"
+
+usage() {
+	cat <<EOF
+Usage: ${0##*/} [--quick | --full] [--cgroup v1|v2|both] [--modes LIST]
+                [--out DIR] [--report-only]
+
+Builds what is missing (the stock and the patched kernel, the patched
+nerdctl, the images), then boots the kernels in QEMU (TCG, 4 vCPUs, the
+containers, their logging processes, containerd and the benchmark pinned to
+CPU 0) and runs experiments/noisy_logging_guest.sh there:
+
+  1. the patched kernel, one VM per hierarchy, side by side (one host CPU
+     each): experiment 1 (yes, lsmod loop, echo loop x quota 50/33/25/20 ms:
+     the logging process's CPU A, the part charged B, the container's C),
+     experiment 2 (N = 1..5 containers, quota 100/N ms: sysbench in one,
+     cmd1..cmd4 in the others) and the logging throughput, with charging
+     off (the stock behaviour), in process mode and in thread mode;
+  2. the overhead: sysbench alone (N = 1) on the stock and the patched
+     kernel, in two VMs at the same time.
+
+Then experiments/noisy_logging_report.py writes DIR/report.md (the paper's
+values and ours side by side), DIR/summary.json and DIR/plots/*.png. Raw
+data: DIR/raw/<kernel>-<hierarchy>/ (CSV, meta.json, sysbench output).
+
+Tiers:
+  --quick  (default) a smoke test of the whole pipeline, about 12 minutes:
+           yes and echo at quota 50 ms only, N = 1 and 2 with cmd1 and cmd2,
+           2 sysbench runs of 3 s, 3 s windows after 2 s
+  --full   the paper's: 30 s windows after 5 s, all quotas, N = 1..5 with
+           cmd1..cmd4, 10 sysbench runs of 10 s; about 2 h 30 min on a
+           2-CPU host
+
+Options:
+  --cgroup H     v1, v2 or both (default)
+  --modes LIST   charging modes (default off,process,thread)
+  --out DIR      results directory inside the checkout (default: quick
+                 results/noisy_logging/quick, full experiments/results/full)
+  --report-only  only rewrite the report and plots from DIR/raw
+EOF
+}
+
+tier=quick hierarchies=(v2 v1) modes=off,process,thread out="" report_only=0
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--quick) tier=quick; shift ;;
+	--full) tier=full; shift ;;
+	--cgroup)
+		case ${2:-} in
+		v1 | v2) hierarchies=("$2") ;;
+		both) hierarchies=(v2 v1) ;;
+		*) die "--cgroup takes v1, v2 or both" ;;
+		esac
+		shift 2
+		;;
+	--modes) modes=${2:?}; shift 2 ;;
+	--out) out=${2:?}; shift 2 ;;
+	--report-only) report_only=1; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) usage >&2; die "unknown argument '$1'" ;;
+	esac
+done
+[[ $modes =~ ^(off|process|thread)(,(off|process|thread))*$ ]] ||
+	die "--modes takes a comma-separated list of off, process, thread"
+# The full tier's results are kept with the project; a quick run's are not.
+case $tier in
+quick) out=${out:-$CFSB_ROOT/results/noisy_logging/quick} ;;
+full) out=${out:-$CFSB_ROOT/experiments/results/full} ;;
+esac
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+[[ $out == "$CFSB_ROOT"/* ]] || die "--out must be inside the checkout ($CFSB_ROOT): the guest writes there"
+
+# The report needs matplotlib; Debian's, for Debian's python3.
+REPORT_PYTHON=/usr/bin/python3
+report() {
+	log "writing the report"
+	"$REPORT_PYTHON" "$CFSB_ROOT/experiments/noisy_logging_report.py" "$out"
+}
+ensure_packages python3 python3-matplotlib
+if ((report_only)); then
+	report
+	exit 0
+fi
+
+ensure_packages "${CONTAINER_PACKAGES[@]}" jq
+"$CFSB_ROOT/scripts/kernel-build.sh" --variant stock
+"$CFSB_ROOT/scripts/kernel-build.sh" --variant patched
+"$CFSB_ROOT/scripts/nerdctl-build.sh"
+python3 "$CFSB_ROOT/scripts/build_images.py" "$CFSB_ROOT/.build/images" >/dev/null
+
+rm -rf "$out/raw"
+mkdir -p "$out/raw"
+case $tier in quick) vm_timeout=1800 ;; full) vm_timeout=14400 ;; esac
+
+# guest NAME KERNEL HIERARCHY ARGS...: start a VM in the background that
+# runs the guest script into raw/NAME; its pid into GUEST_PIDS[NAME].
+declare -A GUEST_PIDS=()
+guest() {
+	local name=$1 kernel=$2 hier=$3
+	shift 3
+	mkdir -p "$out/raw/$name"
+	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$(kernel_image_path "$kernel" x86_64 default)" \
+		--cgroup "$hier" --cpus 4 --mem 4G --timeout "$vm_timeout" -- \
+		"$CFSB_ROOT/experiments/noisy_logging_guest.sh" --out "$out/raw/$name" --tier "$tier" \
+		--modes "$modes" "$@" >"$out/raw/$name/vm.log" 2>&1 &
+	GUEST_PIDS[$name]=$!
+}
+
+# hms SECONDS: 1h02m03s.
+hms() {
+	local s=$1
+	if ((s >= 3600)); then printf '%dh%02dm%02ds' $((s / 3600)) $((s % 3600 / 60)) $((s % 60)); else
+		printf '%dm%02ds' $((s / 60)) $((s % 60)); fi
+}
+
+# wait_guests PHASE: wait for the VMs, showing each one's current cell,
+# elapsed time and estimated remaining time (from the guest's progress
+# file: seconds of planned work done and in all); fail if one failed.
+wait_guests() {
+	local phase=$1 name pid running status failed=() line=""
+	local t0 now did total elapsed label eta
+	t0=$(now_s)
+	while :; do
+		running=0 line=""
+		for name in "${!GUEST_PIDS[@]}"; do
+			label=""
+			kill -0 "${GUEST_PIDS[$name]}" 2>/dev/null && running=$((running + 1))
+			if read -r did total elapsed label 2>/dev/null <"$out/raw/$name/progress" && ((did > 0)); then
+				eta="~$(hms $(((total - did) * elapsed / did)))"
+			else
+				eta="?" label=${label:-booting}
+			fi
+			line+="  [$name: ${label:-booting}, $eta left]"
+		done
+		now=$(now_s)
+		if [[ -t 2 ]]; then
+			printf '\r\033[K%s %s%s' "$phase" "$(hms $((now - t0)))" "$line" >&2
+		elif (((now - t0) % 60 < 10)); then
+			log "$phase $(hms $((now - t0)))$line"
+		fi
+		((running > 0)) || break
+		sleep 10
+	done
+	[[ -t 2 ]] && echo >&2
+	for name in "${!GUEST_PIDS[@]}"; do
+		pid=${GUEST_PIDS[$name]}
+		status=0
+		wait "$pid" || status=$?
+		if ((status != 0)); then
+			failed+=("$name")
+			log "$name failed (exit status $status); its output:"
+			tail -20 "$out/raw/$name/vm.log" >&2
+		fi
+	done
+	GUEST_PIDS=()
+	[[ ${#failed[@]} -eq 0 ]] || die "$phase: failed in ${failed[*]} (logs in $out/raw/)"
+}
+
+started=$(now_s)
+# The two hierarchies side by side: one host CPU each, no interference
+# through the guest's scheduler. The result is ratios inside each VM.
+for hier in "${hierarchies[@]}"; do
+	guest "patched-$hier" patched "$hier" --parts exp1,exp2,throughput
+done
+wait_guests "experiments"
+# The stock and the patched kernel at the same time, under the same host
+# load, for the overhead comparison.
+guest stock-v2 stock v2 --parts sysbench1 --modes off
+guest overhead-patched-v2 patched v2 --parts sysbench1 --modes off
+wait_guests "overhead"
+log "measured in $(hms $(($(now_s) - started)))"
+echo "{\"tier\": \"$tier\", \"seconds\": $(($(now_s) - started)), \"host_cpus\": $(nproc)}" >"$out/raw/run.json"
+report
+log "report: ${out#"$CFSB_ROOT"/}/report.md, plots: ${out#"$CFSB_ROOT"/}/plots/"

@@ -1,0 +1,409 @@
+#!/usr/bin/env bash
+# The noisy-logging study, inside the guest (experiments/noisy_logging.sh
+# boots the kernel and runs this). Writes raw CSV into --out; the host turns
+# it into the report.
+#
+#   noisy_logging_guest.sh --out DIR [--tier quick|full] [--parts LIST]
+#                          [--modes LIST]
+#
+# Layout as in the reference study: containerd, the shims and the logging
+# processes in /system.slice/containerd.service, the containers (nerdctl's
+# cgroupfs driver; sysbench's by runc directly) in /default/<id>, the two
+# sibling groups at their default, equal weights; everything on CPU 0.
+#
+# Parts (default: exp1,exp2,throughput):
+#   exp1        one container running yes / an lsmod loop / an echo loop,
+#               quota 50, 33, 25, 20 ms per 100 ms: CPU of the logging
+#               process (A), charged to the container (B), of the container
+#               (C), of the logging cgroup, per charging mode
+#   exp2        N = 1..5 containers with quota 100/N ms, shares 1024: sysbench
+#               in one (runc), cmd1..cmd4 in the N-1 others (nerdctl);
+#               sysbench events/s per run, and the CPU of the others
+#   throughput  a container running yes without quota: log bytes per second
+#               with charging off and in process mode, alternating
+#   sysbench1   N = 1 only (sysbench alone): the kernel overhead comparison
+# Modes (default off,process,thread) apply to exp1 and exp2; `off` is the
+# stock behaviour.
+set -euo pipefail
+
+out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--out) out=${2:?}; shift 2 ;;
+	--tier) tier=${2:?}; shift 2 ;;
+	--parts) parts=${2:?}; shift 2 ;;
+	--modes) modes=${2:?}; shift 2 ;;
+	-h | --help) sed -n '5,25p' "$0" | cut -c3-; exit 0 ;;
+	*) echo "noisy_logging_guest: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+[[ -n $out ]] || { echo "noisy_logging_guest: --out DIR is required" >&2; exit 2; }
+
+# shellcheck source=scripts/container-stack.sh
+source "$(dirname "$0")/../scripts/container-stack.sh"
+trap 'echo "noisy_logging_guest: line $LINENO: exit status $?" >&2' ERR
+
+# The reference study's commands, verbatim.
+declare -A EXP1_CMD=(
+	[yes]='yes'
+	[lsmod]='while true; do lsmod; done'
+	[echo]='while true; do echo 1; done'
+)
+declare -A EXP2_CMD=(
+	[cmd1]='dd if=/dev/zero of=/dev/null'
+	[cmd2]='dd if=/dev/zero of=/dev/null & yes'
+	[cmd3]='dd if=/dev/zero of=/dev/null & while true; do lsmod; done'
+	[cmd4]='dd if=/dev/zero of=/dev/null & while true; do echo 1; done'
+)
+PERIOD_US=100000
+
+# What each tier measures: the full tier is the reference study's (30 s
+# averages; 10 sysbench runs of 10 s); the quick tier checks the pipeline.
+case $tier in
+full)
+	EXP1_CMDS=(yes lsmod echo) EXP1_QUOTAS_MS=(50 33 25 20)
+	EXP1_SETTLE=5 EXP1_WINDOW=30
+	EXP2_NS=(1 2 3 4 5) EXP2_CMDS=(cmd1 cmd2 cmd3 cmd4)
+	SB_RUNS=10 SB_TIME=10
+	TP_WINDOWS=3 TP_WINDOW=10
+	;;
+quick)
+	EXP1_CMDS=(yes echo) EXP1_QUOTAS_MS=(50)
+	EXP1_SETTLE=2 EXP1_WINDOW=3
+	EXP2_NS=(1 2) EXP2_CMDS=(cmd1 cmd2)
+	SB_RUNS=2 SB_TIME=3
+	TP_WINDOWS=1 TP_WINDOW=3
+	;;
+*) echo "noisy_logging_guest: --tier is quick or full" >&2; exit 2 ;;
+esac
+IFS=, read -ra MODES <<<"$modes"
+for m in "${MODES[@]}"; do
+	case $m in off | process | thread) ;; *) echo "noisy_logging_guest: unknown mode $m" >&2; exit 2 ;; esac
+done
+has_part() { [[ ,$parts, == *",$1,"* ]]; }
+
+# quota_us MS: 100/N ms and the study's 33 ms as microseconds.
+quota_us() { echo $(($1 * 1000)); }
+
+mkdir -p "$out"
+STARTED=${EPOCHREALTIME/./}
+
+# --- progress ------------------------------------------------------------------
+# The host reads $out/progress: "done_s total_s elapsed_s label", in planned
+# seconds of measurement, to show where the run is and estimate the rest.
+PLAN_TOTAL=0 PLAN_DONE=0
+plan() { PLAN_TOTAL=$((PLAN_TOTAL + $1)); }
+progress() {
+	local now=${EPOCHREALTIME/./}
+	echo "$PLAN_DONE $PLAN_TOTAL $(((now - STARTED) / 1000000)) $*" >"$out/progress.tmp"
+	mv -f "$out/progress.tmp" "$out/progress"
+	step "$*"
+}
+# step WHAT: a timestamped line in $out/steps.log (where the time goes).
+step() {
+	local now=${EPOCHREALTIME/./}
+	printf '%d.%03d %s\n' $(((now - STARTED) / 1000000)) $(((now - STARTED) / 1000 % 1000)) "$*" >>"$out/steps.log"
+}
+# A container's fixed cost (starting, finding and removing it under
+# emulation), in planned seconds.
+CELL_COST=20
+exp1_cost() { echo $((EXP1_SETTLE + EXP1_WINDOW + CELL_COST)); }
+exp2_cost() { echo $((2 + SB_RUNS * (SB_TIME + 1) + CELL_COST * $1)); }
+tp_cost() { echo $((2 * TP_WINDOWS * (TP_WINDOW + 1 + CELL_COST))); }
+
+# --- snapshots -----------------------------------------------------------------
+# snapshot: the counters of the groups and processes under watch, summed:
+# WATCH_CG (container cgroups), WATCH_LOGGER (logging process pids),
+# WATCH_SHIM (their shims), plus containerd and the logging cgroup; into
+# the associative array SNAP, fork-free.
+declare -A SNAP
+WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=()
+LOGGING_CG=""
+CONTAINERD_PID=""
+snapshot() {
+	local k p
+	SNAP=([wall]=${EPOCHREALTIME/./} [logger]=0 [shim]=0 [containerd]=0 [logging_cgroup]=0
+		[container]=0 [nr_periods]=0 [nr_throttled]=0 [throttled]=0 [nr_borrow_periods]=0
+		[charged]=0 [deducted]=0 [dropped]=0)
+	for p in "${WATCH_LOGGER[@]}"; do
+		cs_pid_cpu_us "$p" && SNAP[logger]=$((SNAP[logger] + REPLY))
+	done
+	for p in "${WATCH_SHIM[@]}"; do
+		cs_pid_cpu_us "$p" && SNAP[shim]=$((SNAP[shim] + REPLY))
+	done
+	cs_pid_cpu_us "$CONTAINERD_PID" && SNAP[containerd]=$REPLY
+	cs_usage_us "$LOGGING_CG" && SNAP[logging_cgroup]=$REPLY
+	for p in "${WATCH_CG[@]}"; do
+		cs_cpu_stat "$p"
+		SNAP[container]=$((SNAP[container] + CS_STAT[usage]))
+		SNAP[charged]=$((SNAP[charged] + CS_STAT[borrowed]))
+		for k in nr_periods nr_throttled throttled nr_borrow_periods deducted dropped; do
+			SNAP[$k]=$((SNAP[$k] + CS_STAT[$k]))
+		done
+	done
+}
+SNAP_KEYS=(wall logger charged container logging_cgroup shim containerd nr_periods nr_throttled
+	throttled nr_borrow_periods deducted dropped)
+# snapshot_header: the CSV columns of snapshot_delta (counts, or µs).
+snapshot_header() {
+	local k line=""
+	for k in "${SNAP_KEYS[@]}"; do
+		[[ $k == nr_* ]] || k+=_us
+		line+=${line:+,}$k
+	done
+	echo "$line"
+}
+# snapshot_delta BEFORE: CSV of SNAP minus the associative array BEFORE.
+snapshot_delta() {
+	local -n before=$1
+	local k a b line=""
+	for k in "${SNAP_KEYS[@]}"; do
+		a=${SNAP[$k]} b=${before[$k]}
+		line+=${line:+,}$((a - b))
+	done
+	REPLY=$line
+}
+
+# watch_containers ID...: put the containers' cgroups, logging processes and shims
+# under watch.
+watch_containers() {
+	local id pid cg
+	WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=()
+	for id in "$@"; do
+		# nerdctl's cgroupfs layout, without another nerdctl call.
+		cg=$CPU_ROOT/default/$id
+		[[ -d $cg ]] || cg=$(cs_container_cgroup "$id") || cs_die "no cgroup for $id"
+		WATCH_CG+=("$cg")
+		pid=$(cs_logger_pid "$id") || cs_die "no logging process for container $id"
+		WATCH_LOGGER+=("$pid")
+		cs_ppid "$pid" && WATCH_SHIM+=("$REPLY")
+	done
+}
+
+# noisy MODE QUOTA_US CMD: start a container like the study's noisy ones;
+# prints its id.
+noisy() {
+	cs_run -d --cpuset-cpus 0 --cpu-period "$PERIOD_US" --cpu-quota "$2" --cpu-shares 1024 \
+		--log-opt "cpu-charge=$1" cfsb/busybox sh -c "$3"
+}
+
+# --- experiment 1 ----------------------------------------------------------------
+exp1() {
+	local csv=$out/exp1.csv cmd q mode id
+	echo "hierarchy,cmd,quota_us,period_us,mode,$(snapshot_header)" >"$csv"
+	for cmd in "${EXP1_CMDS[@]}"; do
+		for q in "${EXP1_QUOTAS_MS[@]}"; do
+			for mode in "${MODES[@]}"; do
+				progress "exp1 $cmd quota ${q}ms $mode"
+				id=$(noisy "$mode" "$(quota_us "$q")" "${EXP1_CMD[$cmd]}")
+				step "started $id"
+				watch_containers "$id"
+				step "watching"
+				cs_nap "$EXP1_SETTLE"
+				snapshot
+				local -A s0=()
+				for k in "${!SNAP[@]}"; do s0[$k]=${SNAP[$k]}; done
+				cs_nap "$EXP1_WINDOW"
+				snapshot
+				snapshot_delta s0
+				echo "$HIER,$cmd,$(quota_us "$q"),$PERIOD_US,$mode,$REPLY" >>"$csv"
+				step "measured"
+				cs_nerdctl rm -f "$id" >/dev/null
+				step "removed"
+				PLAN_DONE=$((PLAN_DONE + $(exp1_cost)))
+			done
+		done
+	done
+}
+
+# --- experiment 2 ----------------------------------------------------------------
+SB_BUNDLE=/run/cfsb-exp/sysbench
+# sysbench_bundle: an OCI bundle of the sysbench image, for runc.
+sysbench_bundle() {
+	local image=$CS_IMAGES/sysbench.tar layer
+	mkdir -p "$SB_BUNDLE/rootfs"
+	layer=$(tar -tf "$image" | grep '/layer.tar$')
+	tar -xOf "$image" "$layer" | tar -x -C "$SB_BUNDLE/rootfs"
+	(cd "$SB_BUNDLE" && rm -f config.json && runc spec)
+	cp "$SB_BUNDLE/config.json" "$SB_BUNDLE/config.template.json"
+}
+# sysbench_runs NAME QUOTA_US OUTFILE: run sysbench SB_RUNS times in a
+# container that runc starts in /default/NAME; its output into OUTFILE, the
+# CPU time the container used (µs) into REPLY.
+sysbench_runs() {
+	local name=$1 loop pid cg
+	loop="i=0; while [ \$i -lt $SB_RUNS ]; do i=\$((i + 1));"
+	loop+=" sysbench cpu --cpu-max-prime=10000 --threads=1 --time=$SB_TIME run; done"
+	jq --arg loop "$loop" --arg cg "/default/$name" --argjson quota "$2" --argjson period "$PERIOD_US" '
+		.process.terminal = false | .process.args = ["sh", "-c", $loop] |
+		.root.readonly = true | .linux.cgroupsPath = $cg |
+		.linux.resources.cpu = {quota: $quota, period: $period, shares: 1024, cpus: "0"}' \
+		"$SB_BUNDLE/config.template.json" >"$SB_BUNDLE/config.json"
+	# Detached, so that its cgroup stays until it is read, after the runs.
+	runc run --detach --pid-file "$SB_BUNDLE/pid" --bundle "$SB_BUNDLE" "$name" \
+		</dev/null >"$3" 2>&1 || return 1
+	read -r pid <"$SB_BUNDLE/pid"
+	cg=$CPU_ROOT/default/$name
+	while [[ -e /proc/$pid ]]; do cs_nap 0.5; done
+	cs_usage_us "$cg"
+	runc delete -f "$name" >/dev/null 2>&1
+}
+
+# sysbench_rates FILE: the events/s of each run in sysbench's output, into
+# the array RATES.
+sysbench_rates() {
+	local line
+	RATES=()
+	while read -r line; do
+		if [[ $line == *"events per second:"* ]]; then RATES+=("${line##* }"); fi
+	done <"$1"
+}
+
+# exp2_cell N CMD MODE: one cell of experiment 2.
+exp2_cell() {
+	local n=$1 cmd=$2 mode=$3 q=$((PERIOD_US / $1)) i ids=() k
+	local name=sysbench-$n-$cmd-$mode log=$out/sysbench-$n-$cmd-$mode.log
+	for ((i = 1; i < n; i++)); do ids+=("$(noisy "$mode" "$q" "${EXP2_CMD[$cmd]}")"); done
+	step "started ${ids[*]}"
+	if ((n > 1)); then watch_containers "${ids[@]}"; else WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=(); fi
+	step "watching"
+	cs_nap 2
+	snapshot
+	local -A s0=()
+	for k in "${!SNAP[@]}"; do s0[$k]=${SNAP[$k]}; done
+	sysbench_runs "$name" "$q" "$log" || cs_die "sysbench failed: $(tail -5 "$log")"
+	local sb_us=$REPLY
+	snapshot
+	snapshot_delta s0
+	local delta=$REPLY
+	step "sysbench done"
+	[[ ${#ids[@]} -eq 0 ]] || cs_nerdctl rm -f "${ids[@]}" >/dev/null
+	step "removed"
+	sysbench_rates "$log"
+	[[ ${#RATES[@]} -eq $SB_RUNS ]] || cs_die "sysbench printed ${#RATES[@]} results, expected $SB_RUNS: $log"
+	for i in "${!RATES[@]}"; do echo "$HIER,$n,$cmd,$mode,$((i + 1)),${RATES[i]}" >>"$out/exp2_runs.csv"; done
+	echo "$HIER,$n,$cmd,$mode,$q,$PERIOD_US,$SB_RUNS,$SB_TIME,$sb_us,$delta" >>"$out/exp2.csv"
+}
+
+# exp2_grid NS...: the cells of experiment 2 for those N, "n cmd mode" per
+# line. N = 1 has no noisy container: measured once, as cmd1. cmd1 logs
+# nothing, so the charging mode changes nothing: measured once, as `off`.
+exp2_grid() {
+	local n cmd mode
+	for n in "$@"; do
+		for cmd in "${EXP2_CMDS[@]}"; do
+			((n == 1)) && [[ $cmd != cmd1 ]] && continue
+			if [[ $cmd == cmd1 ]]; then
+				echo "$n $cmd off"
+			else
+				for mode in "${MODES[@]}"; do echo "$n $cmd $mode"; done
+			fi
+		done
+	done
+}
+
+# exp2 NS...: experiment 2 for those N.
+exp2() {
+	local n cmd mode
+	echo "hierarchy,n,cmd,mode,quota_us,period_us,sysbench_runs,sysbench_time_s,sysbench_container_us,$(snapshot_header)" >"$out/exp2.csv"
+	echo "hierarchy,n,cmd,mode,run,events_per_s" >"$out/exp2_runs.csv"
+	sysbench_bundle
+	while read -r n cmd mode; do
+		progress "exp2 N=$n $cmd $mode"
+		exp2_cell "$n" "$cmd" "$mode"
+		PLAN_DONE=$((PLAN_DONE + $(exp2_cost "$n")))
+	done < <(exp2_grid "$@")
+}
+
+# --- logging throughput ------------------------------------------------------------
+throughput() {
+	local csv=$out/throughput.csv w mode id log size0 size1 t0 t1
+	echo "hierarchy,window,mode,window_us,log_bytes" >"$csv"
+	for ((w = 1; w <= TP_WINDOWS; w++)); do
+		for mode in off process; do
+			progress "throughput $mode $w/$TP_WINDOWS"
+			id=$(cs_run -d --cpuset-cpus 0 --log-opt "cpu-charge=$mode" cfsb/busybox yes)
+			log=$(cs_nerdctl inspect -f '{{.LogPath}}' "$id")
+			cs_nap 1
+			size0=$(stat -c %s "$log") t0=${EPOCHREALTIME/./}
+			cs_nap "$TP_WINDOW"
+			size1=$(stat -c %s "$log") t1=${EPOCHREALTIME/./}
+			echo "$HIER,$w,$mode,$((t1 - t0)),$((size1 - size0))" >>"$csv"
+			cs_nerdctl rm -f "$id" >/dev/null
+		done
+	done
+	PLAN_DONE=$((PLAN_DONE + $(tp_cost)))
+}
+
+# --- main --------------------------------------------------------------------------
+HIER=$(cs_hierarchy)
+# Everything on CPU 0: this shell and what it starts (containerd, whose
+# shims and logging processes inherit it; runc); the containers get cpuset 0.
+# (The host script boots four CPUs, as the reference study's machine had:
+# the scheduler's time slice grows with the number of CPUs.)
+taskset -pc 0 $$ >/dev/null
+cs_start --cpus 0
+trap cs_stop EXIT
+cs_load_images busybox
+CPU_ROOT=$(cs_cpu_root)
+LOGGING_CG=$CPU_ROOT/$CS_CONTAINERD_CGROUP
+read -r CONTAINERD_PID <"$CS_STATE/containerd.pid"
+
+# The plan: how many cells, and their planned seconds.
+EXP1_CELLS=0 EXP2_CELLS=0 TP_CELLS=0
+if has_part exp1; then
+	for cmd in "${EXP1_CMDS[@]}"; do
+		for q in "${EXP1_QUOTAS_MS[@]}"; do
+			for m in "${MODES[@]}"; do
+				plan "$(exp1_cost)"
+				EXP1_CELLS=$((EXP1_CELLS + 1))
+			done
+		done
+	done
+fi
+EXP2_NS_RUN=()
+if has_part exp2; then
+	EXP2_NS_RUN=("${EXP2_NS[@]}")
+elif has_part sysbench1; then
+	EXP2_NS_RUN=(1)
+fi
+if [[ ${#EXP2_NS_RUN[@]} -gt 0 ]]; then
+	while read -r n cmd mode; do
+		plan "$(exp2_cost "$n")"
+		EXP2_CELLS=$((EXP2_CELLS + 1))
+	done < <(exp2_grid "${EXP2_NS_RUN[@]}")
+fi
+if has_part throughput; then
+	plan "$(tp_cost)"
+	TP_CELLS=$((2 * TP_WINDOWS))
+fi
+
+# What the run was: for the report.
+{
+	echo "{"
+	echo "  \"hierarchy\": \"$HIER\","
+	echo "  \"kernel\": \"$(uname -r)\","
+	echo "  \"borrowing\": $([[ -n $(find "$CPU_ROOT" -maxdepth 2 -name cpu.cfs.borrowing_us -print -quit) ]] && echo true || echo false),"
+	echo "  \"cpus\": $(nproc --all),"
+	echo "  \"cpu_used\": 0,"
+	# The reference study's lsmod listed a desktop's modules; this guest
+	# kernel has its drivers built in.
+	echo "  \"lsmod_lines\": $(lsmod | wc -l),"
+	echo "  \"tier\": \"$tier\","
+	echo "  \"parts\": \"$parts\","
+	echo "  \"modes\": \"$modes\","
+	echo "  \"runtime\": \"$CS_RUNTIME $(runc --version | head -1 | awk '{print $3}')\","
+	echo "  \"containerd\": \"$(containerd --version | awk '{print $3}')\","
+	echo "  \"sysbench\": \"$(sysbench --version | awk '{print $2}')\","
+	echo "  \"exp1_settle_s\": $EXP1_SETTLE, \"exp1_window_s\": $EXP1_WINDOW,"
+	echo "  \"sysbench_runs\": $SB_RUNS, \"sysbench_time_s\": $SB_TIME,"
+	echo "  \"throughput_windows\": $TP_WINDOWS, \"throughput_window_s\": $TP_WINDOW,"
+	echo "  \"cells\": {\"exp1\": $EXP1_CELLS, \"exp2\": $EXP2_CELLS, \"throughput\": $TP_CELLS}"
+	echo "}"
+} >"$out/meta.json"
+progress "started"
+
+has_part exp1 && exp1
+[[ ${#EXP2_NS_RUN[@]} -eq 0 ]] || exp2 "${EXP2_NS_RUN[@]}"
+has_part throughput && throughput
+progress "done"
