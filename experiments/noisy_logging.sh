@@ -33,7 +33,8 @@ Tiers:
   --quick  (default) a smoke test of the whole pipeline, about 12 minutes:
            yes and echo at quota 50 ms only, N = 1 and 2 with cmd1 and cmd2,
            2 sysbench runs of 3 s, 3 s windows after 2 s
-  --full   the paper's: 30 s windows after 5 s, all quotas, N = 1..5 with
+  --full   the paper's: 30 s windows (after 10 s, when the logging process
+           has paid for its own start), all quotas, N = 1..5 with
            cmd1..cmd4, 10 sysbench runs of 10 s; about 2 h 30 min on a
            2-CPU host
 

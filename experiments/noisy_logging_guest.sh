@@ -62,16 +62,16 @@ PERIOD_US=100000
 case $tier in
 full)
 	EXP1_CMDS=(yes lsmod echo) EXP1_QUOTAS_MS=(50 33 25 20)
-	EXP1_SETTLE=5 EXP1_WINDOW=30
+	EXP1_SETTLE=10 EXP1_WINDOW=30
 	EXP2_NS=(1 2 3 4 5) EXP2_CMDS=(cmd1 cmd2 cmd3 cmd4)
-	SB_RUNS=10 SB_TIME=10
+	SB_RUNS=10 SB_TIME=10 EXP2_SETTLE=5
 	TP_WINDOWS=3 TP_WINDOW=10
 	;;
 quick)
 	EXP1_CMDS=(yes echo) EXP1_QUOTAS_MS=(50)
 	EXP1_SETTLE=2 EXP1_WINDOW=3
 	EXP2_NS=(1 2) EXP2_CMDS=(cmd1 cmd2)
-	SB_RUNS=2 SB_TIME=3
+	SB_RUNS=2 SB_TIME=3 EXP2_SETTLE=2
 	TP_WINDOWS=1 TP_WINDOW=3
 	;;
 *) echo "noisy_logging_guest: --tier is quick or full" >&2; exit 2 ;;
@@ -108,7 +108,7 @@ step() {
 # emulation), in planned seconds.
 CELL_COST=20
 exp1_cost() { echo $((EXP1_SETTLE + EXP1_WINDOW + CELL_COST)); }
-exp2_cost() { echo $((2 + SB_RUNS * (SB_TIME + 1) + CELL_COST * $1)); }
+exp2_cost() { echo $((EXP2_SETTLE + SB_RUNS * (SB_TIME + 1) + CELL_COST * $1)); }
 tp_cost() { echo $((2 * TP_WINDOWS * (TP_WINDOW + 1 + CELL_COST))); }
 
 # --- snapshots -----------------------------------------------------------------
@@ -267,7 +267,7 @@ exp2_cell() {
 	step "started ${ids[*]}"
 	if ((n > 1)); then watch_containers "${ids[@]}"; else WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=(); fi
 	step "watching"
-	cs_nap 2
+	cs_nap "$EXP2_SETTLE"
 	snapshot
 	local -A s0=()
 	for k in "${!SNAP[@]}"; do s0[$k]=${SNAP[$k]}; done
