@@ -101,14 +101,17 @@ mkdir -p "$out/raw"
 case $tier in quick) vm_timeout=1800 ;; full) vm_timeout=14400 ;; esac
 
 # guest NAME KERNEL HIERARCHY ARGS...: start a VM in the background that
-# runs the guest script into raw/NAME; its pid into GUEST_PIDS[NAME].
+# runs the guest script into raw/NAME; its pid into GUEST_PIDS[NAME]. The
+# VMs of a phase get a host CPU each (while there are enough), so that
+# neither migrates onto the other's.
 declare -A GUEST_PIDS=()
 guest() {
-	local name=$1 kernel=$2 hier=$3
+	local name=$1 kernel=$2 hier=$3 pin=()
 	shift 3
 	mkdir -p "$out/raw/$name"
+	((${#GUEST_PIDS[@]} < $(nproc))) && pin=(--host-cpus "${#GUEST_PIDS[@]}")
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$(kernel_image_path "$kernel" x86_64 default)" \
-		--cgroup "$hier" --cpus 4 --mem 4G --timeout "$vm_timeout" -- \
+		--cgroup "$hier" --cpus 4 --mem 4G --timeout "$vm_timeout" "${pin[@]}" -- \
 		"$CFSB_ROOT/experiments/noisy_logging_guest.sh" --out "$out/raw/$name" --tier "$tier" \
 		--modes "$modes" "$@" >"$out/raw/$name/vm.log" 2>&1 &
 	GUEST_PIDS[$name]=$!

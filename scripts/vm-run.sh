@@ -8,7 +8,8 @@ source "$(dirname "$0")/lib.sh"
 usage() {
 	cat <<EOF
 Usage: ${0##*/} [--kernel BZIMAGE] [--cgroup v1|v2] [--init bash|systemd] [--cpus N]
-                [--mem SIZE] [--timeout SEC] [--accel tcg|kvm] [--arch x86_64|arm64] -- CMD [ARG...]
+                [--mem SIZE] [--timeout SEC] [--accel tcg|kvm] [--arch x86_64|arm64]
+                [--host-cpus LIST] -- CMD [ARG...]
 
 Boots the kernel in QEMU and runs CMD as root in the guest, in the project
 checkout ($CFSB_ROOT), which the guest sees read-write at the same path.
@@ -33,6 +34,8 @@ Options:
   --timeout SEC   hard limit for the whole run (default \$CFSB_VM_TIMEOUT or 3600)
   --accel A       tcg (default), or kvm where it works (not on every host)
   --arch A        x86_64 (default) or arm64
+  --host-cpus L   run QEMU on these host CPUs only (taskset list), e.g. to keep
+                  two VMs that measure side by side on one host CPU each
   --keep-log      keep the kernel log and print its path
 Environment: CFSB_VM_EXTRA_CMDLINE adds kernel parameters. CFSB_TCG_THREAD=multi
 runs one host thread per vCPU; the default, single, is slower with several
@@ -43,6 +46,7 @@ EOF
 }
 
 kernel="" cgroup=v2 init=bash cpus=2 mem=2G timeout=${CFSB_VM_TIMEOUT:-3600} accel=tcg arch=x86_64 keep_log=0
+host_cpus=""
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--kernel) kernel=${2:?}; shift 2 ;;
@@ -53,6 +57,7 @@ while [[ $# -gt 0 ]]; do
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--accel) accel=${2:?}; shift 2 ;;
 	--arch) arch=${2:?}; shift 2 ;;
+	--host-cpus) host_cpus=${2:?}; shift 2 ;;
 	--keep-log) keep_log=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	--) shift; break ;;
@@ -65,6 +70,7 @@ done
 [[ $cpus =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer"
 [[ $timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
 [[ $accel == tcg || $accel == kvm ]] || die "--accel must be tcg or kvm"
+[[ -z $host_cpus || $host_cpus =~ ^[0-9]+([,-][0-9]+)*$ ]] || die "--host-cpus takes a CPU list like 0 or 0-1,3"
 [[ -n $kernel ]] || kernel=$(kernel_image_path patched "$arch" default)
 [[ -f $kernel ]] || die "no kernel image at $kernel: run scripts/kernel-build.sh first"
 
@@ -134,6 +140,7 @@ qemu+=(
 start=$(now_s)
 set +e
 # QEMU reads the command output channel's input from stdin: give it none.
+[[ -z $host_cpus ]] || qemu=(taskset -c "$host_cpus" "${qemu[@]}")
 timeout -k 10 "$timeout" "${qemu[@]}" </dev/null 2>"$rundir/qemu.err"
 qemu_rc=$?
 set -e
