@@ -35,8 +35,8 @@ Tiers:
            2 sysbench runs of 3 s, 3 s windows after 2 s
   --full   the paper's: 30 s windows (after 10 s, when the logging process
            has paid for its own start), all quotas, N = 1..5 with
-           cmd1..cmd4, 10 sysbench runs of 10 s; about 2 h 30 min on a
-           2-CPU host
+           cmd1..cmd4, 10 sysbench runs of 10 s; an estimated 2 h 30 min
+           on a 2-CPU host (from the quick tier's cost per cell)
 
 Options:
   --cgroup H     v1, v2 or both (default)
