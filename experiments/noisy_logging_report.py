@@ -18,6 +18,7 @@ import json
 import math
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ TARGET_B_PLUS_C_POINTS = 1.0
 TARGET_OVERHEAD_PCT = 0.5
 
 Row = dict[str, str]
+# Experiment 2's cells by (N, command, mode).
+Cells = dict[tuple[int, str, str], dict[str, Any]]
 
 
 def read_csv(path: Path) -> list[Row]:
@@ -165,7 +168,7 @@ def exp1_section(hier: str, cells: list[dict[str, Any]], meta: dict[str, Any]) -
 # --- experiment 2 ------------------------------------------------------------------
 
 
-def exp2_cells(cells: list[Row], runs: list[Row]) -> dict[tuple[int, str, str], dict[str, Any]]:
+def exp2_cells(cells: list[Row], runs: list[Row]) -> Cells:
     rates: dict[tuple[int, str, str], list[float]] = {}
     for r in runs:
         rates.setdefault((int(r["n"]), r["cmd"], r["mode"]), []).append(float(r["events_per_s"]))
@@ -195,7 +198,7 @@ def exp2_cells(cells: list[Row], runs: list[Row]) -> dict[tuple[int, str, str], 
     return result
 
 
-def ratio(cells: dict[tuple[int, str, str], dict[str, Any]], n: int, cmd: str, mode: str) -> float | None:
+def ratio(cells: Cells, n: int, cmd: str, mode: str) -> float | None:
     base = cells.get((n, "cmd1", "off"))
     x = cells.get((n, cmd, mode))
     if not base or not x or not base["events_mean"] or x["events_mean"] is None:
@@ -203,14 +206,14 @@ def ratio(cells: dict[tuple[int, str, str], dict[str, Any]], n: int, cmd: str, m
     return x["events_mean"] / base["events_mean"]
 
 
-def cpu_ratio(cells: dict[tuple[int, str, str], dict[str, Any]], n: int, cmd: str, mode: str) -> float | None:
+def cpu_ratio(cells: Cells, n: int, cmd: str, mode: str) -> float | None:
     base, x = cells.get((n, "cmd1", "off")), cells.get((n, cmd, mode))
     if not base or not x or not base["sysbench_cpu"]:
         return None
     return x["sysbench_cpu"] / base["sysbench_cpu"]
 
 
-def ratio_se(cells: dict[tuple[int, str, str], dict[str, Any]], n: int, cmd: str, mode: str) -> float | None:
+def ratio_se(cells: Cells, n: int, cmd: str, mode: str) -> float | None:
     """The ratio's standard error, from the runs' spread in both cells."""
     r = ratio(cells, n, cmd, mode)
     base, x = cells.get((n, "cmd1", "off")), cells.get((n, cmd, mode))
@@ -221,12 +224,28 @@ def ratio_se(cells: dict[tuple[int, str, str], dict[str, Any]], n: int, cmd: str
     return r * math.sqrt(rel)
 
 
-def fmt_ratio(cells: dict[tuple[int, str, str], dict[str, Any]], n: int, cmd: str, mode: str) -> str:
+def fmt_ratio(cells: Cells, n: int, cmd: str, mode: str) -> str:
     r, se = ratio(cells, n, cmd, mode), ratio_se(cells, n, cmd, mode)
     return fmt(r) if se is None else f"{r:.2f} ± {se:.2f}"
 
 
-def exp2_section(hier: str, cells: dict[tuple[int, str, str], dict[str, Any]]) -> list[str]:
+def ratio_table(cells: Cells, modes: list[str], shown: Callable[[Cells, int, str, str], str]) -> list[str]:
+    """A table of ratios to the cmd1 baseline, N = 2..5 x cmd2..4, next to the paper's."""
+    t4, t9 = PAPER["table4_ratio_without_mechanism"], PAPER["table9_ratio_with_mechanism"]
+    out = ["| N | command | paper before | paper after | " + " | ".join(f"ours {m}" for m in modes) + " |"]
+    out.append("|---" * (4 + len(modes)) + "|")
+    for n in sorted({k[0] for k in cells} - {1}):
+        for cmd in EXP2_NOISY:
+            if not any((n, cmd, m) in cells for m in modes):
+                continue
+            i = t4["N"].index(n)
+            vals = [shown(cells, n, cmd, m) for m in modes]
+            out.append(f"| {n} | {cmd} | {t4[cmd][i]:.2f} | {t9[cmd][i]:.2f} | " + " | ".join(vals) + " |")
+    out.append("")
+    return out
+
+
+def exp2_section(hier: str, cells: Cells) -> list[str]:
     ns = sorted({k[0] for k in cells})
     modes = [m for m in MODES if any(k[2] == m for k in cells if k[1] != "cmd1")]
     out = [f"### Experiment 2, cgroup {hier}: sysbench next to N-1 noisy containers", ""]
@@ -267,21 +286,7 @@ def exp2_section(hier: str, cells: dict[tuple[int, str, str], dict[str, Any]]) -
         "from the runs' spread; target with charging: ≥ 0.95."
     )
     out.append("")
-    out.append(
-        "| N | command | paper before | paper after | " + " | ".join(f"ours {m}" for m in modes) + " |"
-    )
-    out.append("|---" * (4 + len(modes)) + "|")
-    t4, t9 = PAPER["table4_ratio_without_mechanism"], PAPER["table9_ratio_with_mechanism"]
-    for n in ns:
-        if n == 1:
-            continue
-        for cmd in EXP2_NOISY:
-            if not any((n, cmd, m) in cells for m in modes):
-                continue
-            i = t4["N"].index(n)
-            vals = [fmt_ratio(cells, n, cmd, m) for m in modes]
-            out.append(f"| {n} | {cmd} | {t4[cmd][i]:.2f} | {t9[cmd][i]:.2f} | " + " | ".join(vals) + " |")
-    out.append("")
+    out += ratio_table(cells, modes, fmt_ratio)
     out.append(
         "The same ratio of sysbench's CPU share (its container's CPU time over the runs). On hardware "
         "events/s follow the CPU share; under emulation the events per CPU second also vary with the "
@@ -289,20 +294,7 @@ def exp2_section(hier: str, cells: dict[tuple[int, str, str], dict[str, Any]]) -
         "steadier measure of what the scheduler gave sysbench."
     )
     out.append("")
-    out.append(
-        "| N | command | paper before | paper after | " + " | ".join(f"ours {m}" for m in modes) + " |"
-    )
-    out.append("|---" * (4 + len(modes)) + "|")
-    for n in ns:
-        if n == 1:
-            continue
-        for cmd in EXP2_NOISY:
-            if not any((n, cmd, m) in cells for m in modes):
-                continue
-            i = t4["N"].index(n)
-            vals = [fmt(cpu_ratio(cells, n, cmd, m)) for m in modes]
-            out.append(f"| {n} | {cmd} | {t4[cmd][i]:.2f} | {t9[cmd][i]:.2f} | " + " | ".join(vals) + " |")
-    out.append("")
+    out += ratio_table(cells, modes, lambda c, n, cmd, m: fmt(cpu_ratio(c, n, cmd, m)))
     out.append(
         "Where the CPU went (shares of one CPU over the sysbench runs, %): sysbench's container; "
         "the noisy containers' own CPU (C), their logging processes' (A), the part charged (B), "
@@ -329,7 +321,7 @@ def exp2_section(hier: str, cells: dict[tuple[int, str, str], dict[str, Any]]) -
 # --- plots -------------------------------------------------------------------------
 
 
-def plot_ratios(hier: str, cells: dict[tuple[int, str, str], dict[str, Any]], path: Path) -> None:
+def plot_ratios(hier: str, cells: Cells, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
