@@ -47,19 +47,12 @@ Options:
 EOF
 }
 
-tier=quick hierarchies=(v2 v1) modes=off,process,thread out="" report_only=0
+tier=quick HIERARCHIES=(v2 v1) modes=off,process,thread out="" report_only=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--quick) tier=quick; shift ;;
 	--full) tier=full; shift ;;
-	--cgroup)
-		case ${2:-} in
-		v1 | v2) hierarchies=("$2") ;;
-		both) hierarchies=(v2 v1) ;;
-		*) die "--cgroup takes v1, v2 or both" ;;
-		esac
-		shift 2
-		;;
+	--cgroup) hierarchies_arg "${2:-}"; shift 2 ;;
 	--modes) modes=${2:?}; shift 2 ;;
 	--out) out=${2:?}; shift 2 ;;
 	--report-only) report_only=1; shift ;;
@@ -170,7 +163,7 @@ wait_guests() {
 started=$(now_s)
 # The two hierarchies side by side: one host CPU each, no interference
 # through the guest's scheduler. The result is ratios inside each VM.
-for hier in "${hierarchies[@]}"; do
+for hier in "${HIERARCHIES[@]}"; do
 	guest "patched-$hier" patched "$hier" --parts exp1,exp2,throughput
 done
 wait_guests "experiments"

@@ -30,17 +30,10 @@ too) and prints where the report and the plots are.
 EOF
 }
 
-hierarchies=(v2 v1) guest_demo=scripts/demo-containers-in-guest.sh study=1
+HIERARCHIES=(v2 v1) guest_demo=scripts/demo-containers-in-guest.sh study=1
 while [[ $# -gt 0 ]]; do
 	case $1 in
-	--cgroup)
-		case ${2:-} in
-		v1 | v2) hierarchies=("$2") ;;
-		both) hierarchies=(v2 v1) ;;
-		*) die "--cgroup takes v1, v2 or both" ;;
-		esac
-		shift 2
-		;;
+	--cgroup) hierarchies_arg "${2:-}"; shift 2 ;;
 	--kernel-only) guest_demo=scripts/demo-in-guest.sh study=0; shift ;;
 	--no-study) study=0; shift ;;
 	-h | --help) usage; exit 0 ;;
@@ -54,7 +47,7 @@ if [[ $guest_demo == scripts/demo-containers-in-guest.sh ]]; then
 	"$CFSB_ROOT/scripts/nerdctl-build.sh"
 	python3 "$CFSB_ROOT/scripts/build_images.py" "$CFSB_ROOT/.build/images" >/dev/null
 fi
-for cg in "${hierarchies[@]}"; do
+for cg in "${HIERARCHIES[@]}"; do
 	"$CFSB_ROOT/scripts/vm-run.sh" --cgroup "$cg" -- "$guest_demo"
 done
 if ((study)); then

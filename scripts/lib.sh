@@ -30,6 +30,16 @@ CONTAINER_PACKAGES=(containerd runc crun busybox-static sysbench)
 log() { printf '[%s] %s\n' "${0##*/}" "$*" >&2; }
 die() { printf '[%s] error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
+# hierarchies_arg VALUE: the cgroup hierarchies a --cgroup v1|v2|both option
+# names, into the array HIERARCHIES (both: v2 first).
+hierarchies_arg() {
+	case $1 in
+	v1 | v2) HIERARCHIES=("$1") ;;
+	both) HIERARCHIES=(v2 v1) ;;
+	*) die "--cgroup takes v1, v2 or both" ;;
+	esac
+}
+
 # now_s: seconds since the epoch, for timing steps.
 now_s() { date +%s; }
 
