@@ -112,33 +112,34 @@ exp2_cost() { echo $((EXP2_SETTLE + SB_RUNS * (SB_TIME + 1) + CELL_COST * $1)); 
 tp_cost() { echo $((2 * TP_WINDOWS * (TP_WINDOW + 1 + CELL_COST))); }
 
 # --- snapshots -----------------------------------------------------------------
-# snapshot: the counters of the groups and processes under watch, summed:
-# WATCH_CG (container cgroups), WATCH_LOGGER (logging process pids),
-# WATCH_SHIM (their shims), plus containerd and the logging cgroup; into
-# the associative array SNAP, fork-free.
-declare -A SNAP
+# snapshot NAME: the counters of the groups and processes under watch,
+# summed: WATCH_CG (container cgroups), WATCH_LOGGER (logging process pids),
+# WATCH_SHIM (their shims), plus containerd and the logging cgroup; into the
+# associative array NAME, fork-free.
 WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=()
 LOGGING_CG=""
 CONTAINERD_PID=""
 snapshot() {
+	local -n snap=$1
 	local k p
-	SNAP=([wall]=${EPOCHREALTIME/./} [logger]=0 [shim]=0 [containerd]=0 [logging_cgroup]=0
+	snap=([wall]=${EPOCHREALTIME/./} [logger]=0 [shim]=0 [containerd]=0 [logging_cgroup]=0
 		[container]=0 [nr_periods]=0 [nr_throttled]=0 [throttled]=0 [nr_borrow_periods]=0
 		[charged]=0 [deducted]=0 [dropped]=0)
 	for p in "${WATCH_LOGGER[@]}"; do
-		cs_pid_cpu_us "$p" && SNAP[logger]=$((SNAP[logger] + REPLY))
+		cs_pid_cpu_us "$p" && snap[logger]=$((snap[logger] + REPLY))
 	done
 	for p in "${WATCH_SHIM[@]}"; do
-		cs_pid_cpu_us "$p" && SNAP[shim]=$((SNAP[shim] + REPLY))
+		cs_pid_cpu_us "$p" && snap[shim]=$((snap[shim] + REPLY))
 	done
-	cs_pid_cpu_us "$CONTAINERD_PID" && SNAP[containerd]=$REPLY
-	cs_usage_us "$LOGGING_CG" && SNAP[logging_cgroup]=$REPLY
+	cs_pid_cpu_us "$CONTAINERD_PID" && snap[containerd]=$REPLY
+	cs_usage_us "$LOGGING_CG" && snap[logging_cgroup]=$REPLY
 	for p in "${WATCH_CG[@]}"; do
 		cs_cpu_stat "$p"
-		SNAP[container]=$((SNAP[container] + CS_STAT[usage]))
-		SNAP[charged]=$((SNAP[charged] + CS_STAT[borrowed]))
+		snap[container]=$((snap[container] + CS_STAT[usage]))
+		snap[charged]=$((snap[charged] + CS_STAT[borrowed]))
 		for k in nr_periods nr_throttled throttled nr_borrow_periods deducted dropped; do
-			SNAP[$k]=$((SNAP[$k] + CS_STAT[$k]))
+			# shellcheck disable=SC2004 # associative arrays: the key is expanded, not evaluated
+			snap[$k]=$((snap[$k] + CS_STAT[$k]))
 		done
 	done
 }
@@ -153,12 +154,12 @@ snapshot_header() {
 	done
 	echo "$line"
 }
-# snapshot_delta BEFORE: CSV of SNAP minus the associative array BEFORE.
+# snapshot_delta BEFORE AFTER: CSV of snapshot AFTER minus snapshot BEFORE.
 snapshot_delta() {
-	local -n before=$1
+	local -n before=$1 after=$2
 	local k a b line=""
 	for k in "${SNAP_KEYS[@]}"; do
-		a=${SNAP[$k]} b=${before[$k]}
+		a=${after[$k]} b=${before[$k]}
 		line+=${line:+,}$((a - b))
 	done
 	REPLY=$line
@@ -190,6 +191,7 @@ noisy() {
 # --- experiment 1 ----------------------------------------------------------------
 exp1() {
 	local csv=$out/exp1.csv cmd q mode id
+	local -A s0 s1
 	echo "hierarchy,cmd,quota_us,period_us,mode,$(snapshot_header)" >"$csv"
 	for cmd in "${EXP1_CMDS[@]}"; do
 		for q in "${EXP1_QUOTAS_MS[@]}"; do
@@ -200,12 +202,10 @@ exp1() {
 				watch_containers "$id"
 				step "watching"
 				cs_nap "$EXP1_SETTLE"
-				snapshot
-				local -A s0=()
-				for k in "${!SNAP[@]}"; do s0[$k]=${SNAP[$k]}; done
+				snapshot s0
 				cs_nap "$EXP1_WINDOW"
-				snapshot
-				snapshot_delta s0
+				snapshot s1
+				snapshot_delta s0 s1
 				echo "$HIER,$cmd,$(quota_us "$q"),$PERIOD_US,$mode,$REPLY" >>"$csv"
 				step "measured"
 				cs_nerdctl rm -f "$id" >/dev/null
@@ -261,20 +261,19 @@ sysbench_rates() {
 
 # exp2_cell N CMD MODE: one cell of experiment 2.
 exp2_cell() {
-	local n=$1 cmd=$2 mode=$3 q=$((PERIOD_US / $1)) i ids=() k
+	local n=$1 cmd=$2 mode=$3 q=$((PERIOD_US / $1)) i ids=()
+	local -A s0 s1
 	local name=sysbench-$n-$cmd-$mode log=$out/sysbench-$n-$cmd-$mode.log
 	for ((i = 1; i < n; i++)); do ids+=("$(noisy "$mode" "$q" "${EXP2_CMD[$cmd]}")"); done
 	step "started ${ids[*]}"
 	if ((n > 1)); then watch_containers "${ids[@]}"; else WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=(); fi
 	step "watching"
 	cs_nap "$EXP2_SETTLE"
-	snapshot
-	local -A s0=()
-	for k in "${!SNAP[@]}"; do s0[$k]=${SNAP[$k]}; done
+	snapshot s0
 	sysbench_runs "$name" "$q" "$log" || cs_die "sysbench failed: $(tail -5 "$log")"
 	local sb_us=$REPLY
-	snapshot
-	snapshot_delta s0
+	snapshot s1
+	snapshot_delta s0 s1
 	local delta=$REPLY
 	step "sysbench done"
 	[[ ${#ids[@]} -eq 0 ]] || cs_nerdctl rm -f "${ids[@]}" >/dev/null
@@ -352,14 +351,8 @@ read -r CONTAINERD_PID <"$CS_STATE/containerd.pid"
 # The plan: how many cells, and their planned seconds.
 EXP1_CELLS=0 EXP2_CELLS=0 TP_CELLS=0
 if has_part exp1; then
-	for cmd in "${EXP1_CMDS[@]}"; do
-		for q in "${EXP1_QUOTAS_MS[@]}"; do
-			for m in "${MODES[@]}"; do
-				plan "$(exp1_cost)"
-				EXP1_CELLS=$((EXP1_CELLS + 1))
-			done
-		done
-	done
+	EXP1_CELLS=$((${#EXP1_CMDS[@]} * ${#EXP1_QUOTAS_MS[@]} * ${#MODES[@]}))
+	plan $((EXP1_CELLS * $(exp1_cost)))
 fi
 EXP2_NS_RUN=()
 if has_part exp2; then

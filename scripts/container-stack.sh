@@ -254,11 +254,10 @@ cs_pid_cpu_us() {
 # cs_sample LOGGER_PID CGDIR: "wall logger charged container" in µs, into
 # REPLY.
 cs_sample() {
-	local wall=${EPOCHREALTIME/./} a b c
+	local wall=${EPOCHREALTIME/./} a
 	cs_pid_cpu_us "$1"; a=$REPLY
-	cs_borrowed_us "$2"; b=$REPLY
-	cs_usage_us "$2"; c=$REPLY
-	REPLY="$wall $a $b $c"
+	cs_cpu_stat "$2"
+	REPLY="$wall $a ${CS_STAT[borrowed]} ${CS_STAT[usage]}"
 }
 
 # cs_nap SECONDS: sleep without forking.
