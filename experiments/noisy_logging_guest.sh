@@ -4,7 +4,7 @@
 # it into the report.
 #
 #   noisy_logging_guest.sh --out DIR [--tier quick|full] [--parts LIST]
-#                          [--modes LIST]
+#                          [--modes LIST] [--exp2-modes LIST]
 #
 # Layout as in the reference study: containerd, the shims and the logging
 # processes in /system.slice/containerd.service, the containers (nerdctl's
@@ -22,18 +22,19 @@
 #   throughput  a container running yes without quota: log bytes per second
 #               with charging off and in process mode, alternating
 #   sysbench1   N = 1 only (sysbench alone): the kernel overhead comparison
-# Modes (default off,process,thread) apply to exp1 and exp2; `off` is the
-# stock behaviour.
+# Modes (default off,process,thread) apply to exp1 and, unless --exp2-modes
+# names others, to exp2; `off` is the stock behaviour.
 set -euo pipefail
 
-out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread
+out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread exp2_modes=""
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--out) out=${2:?}; shift 2 ;;
 	--tier) tier=${2:?}; shift 2 ;;
 	--parts) parts=${2:?}; shift 2 ;;
 	--modes) modes=${2:?}; shift 2 ;;
-	-h | --help) sed -n '5,25p' "$0" | cut -c3-; exit 0 ;;
+	--exp2-modes) exp2_modes=${2:?}; shift 2 ;;
+	-h | --help) sed -n '5,26p' "$0" | cut -c3-; exit 0 ;;
 	*) echo "noisy_logging_guest: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -77,7 +78,8 @@ quick)
 *) echo "noisy_logging_guest: --tier is quick or full" >&2; exit 2 ;;
 esac
 IFS=, read -ra MODES <<<"$modes"
-for m in "${MODES[@]}"; do
+IFS=, read -ra EXP2_MODES <<<"${exp2_modes:-$modes}"
+for m in "${MODES[@]}" "${EXP2_MODES[@]}"; do
 	case $m in off | process | thread) ;; *) echo "noisy_logging_guest: unknown mode $m" >&2; exit 2 ;; esac
 done
 has_part() { [[ ,$parts, == *",$1,"* ]]; }
@@ -295,7 +297,7 @@ exp2_grid() {
 			if [[ $cmd == cmd1 ]]; then
 				echo "$n $cmd off"
 			else
-				for mode in "${MODES[@]}"; do echo "$n $cmd $mode"; done
+				for mode in "${EXP2_MODES[@]}"; do echo "$n $cmd $mode"; done
 			fi
 		done
 	done
@@ -384,7 +386,7 @@ fi
 	echo "  \"lsmod_lines\": $(lsmod | wc -l),"
 	echo "  \"tier\": \"$tier\","
 	echo "  \"parts\": \"$parts\","
-	echo "  \"modes\": \"$modes\","
+	echo "  \"modes\": \"$modes\", \"exp2_modes\": \"${exp2_modes:-$modes}\","
 	echo "  \"runtime\": \"$CS_RUNTIME $(runc --version | head -1 | awk '{print $3}')\","
 	echo "  \"containerd\": \"$(containerd --version | awk '{print $3}')\","
 	echo "  \"sysbench\": \"$(sysbench --version | awk '{print $2}')\","

@@ -245,10 +245,18 @@ def ratio_table(cells: Cells, modes: list[str], shown: Callable[[Cells, int, str
     return out
 
 
-def exp2_section(hier: str, cells: Cells) -> list[str]:
+def exp2_section(hier: str, cells: Cells, meta: dict[str, Any]) -> list[str]:
     ns = sorted({k[0] for k in cells})
     modes = [m for m in MODES if any(k[2] == m for k in cells if k[1] != "cmd1")]
     out = [f"### Experiment 2, cgroup {hier}: sysbench next to N-1 noisy containers", ""]
+    left_out = [m for m in meta["modes"].split(",") if m not in modes]
+    if left_out:
+        out += [
+            f"Left out of this experiment in this run (`--exp2-modes {meta.get('exp2_modes', '')}`): "
+            + ", ".join(f"`{m}` mode" for m in left_out)
+            + "; experiment 1 measures how much it charges.",
+            "",
+        ]
     out.append(
         "sysbench events/s, mean ± standard deviation over the runs (paper: Tables 3 and 8, "
         "'before' and 'after'; bare metal, so only the ratios compare)."
@@ -576,7 +584,7 @@ def main() -> int:
             plot_abc(hier, e1, plots / f"exp1_abc_{hier}.png")
             body += [f"![A/B/C bars, {hier}](plots/exp1_abc_{hier}.png)", ""]
         if e2:
-            body += exp2_section(hier, e2)
+            body += exp2_section(hier, e2, meta)
             plot_ratios(hier, e2, plots / f"exp2_ratio_{hier}.png")
             body += [f"![ratio vs N, {hier}](plots/exp2_ratio_{hier}.png)", ""]
     body += overhead_section(raw, summary)
