@@ -517,8 +517,12 @@ TEST_F(borrowing, never_starved_for_long)
 	 * Charged far faster than it can pay: every 10th period still keeps
 	 * a bandwidth slice for it. In 3 s that is 3 or 4 slices, each of
 	 * which the hog may overrun by a tick; a whole period each time
-	 * would be 3 quotas.
+	 * would be 3 quotas. Reach the bound before measuring: a charge is
+	 * paid from the next period on, and what the hog has left of the
+	 * current one (up to a quota) is not owed.
 	 */
+	hog_usage_under_charges(_metadata, self, self->child, self->child,
+				USEC_PER_SEC, PERIOD_US / 2, 2 * PERIOD_US);
 	usage = hog_usage_under_charges(_metadata, self, self->child, self->child,
 					USEC_PER_SEC, PERIOD_US / 2, 3 * USEC_PER_SEC);
 	TH_LOG("hog: %ld us in 3 s at the bound (a %ld us slice a second expected)",
