@@ -66,6 +66,17 @@ def check_vm(tap: Tap, d: Path) -> None:
             else "a run without events"
         ),
     )
+    if cells["exp2"]:
+        tap.check(
+            f"{name}: experiment 2 recorded CPU 0's idle time and sysbench's bandwidth periods",
+            lambda: (
+                all(
+                    r.get("cpu0_idle_us", "").isdigit() and int(r.get("sysbench_nr_periods") or 0) > 0
+                    for r in rows(d / "exp2.csv")
+                )
+                or "a cell without them"
+            ),
+        )
     if cells["throughput"]:
         tap.check(
             f"{name}: throughput windows measured", lambda: count("throughput.csv", cells["throughput"])

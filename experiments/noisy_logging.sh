@@ -30,13 +30,14 @@ values and ours side by side), DIR/summary.json and DIR/plots/*.png. Raw
 data: DIR/raw/<kernel>-<hierarchy>/ (CSV, meta.json, sysbench output).
 
 Tiers:
-  --quick  (default) a smoke test of the whole pipeline, about 12 minutes:
+  --quick  (default) a smoke test of the whole pipeline, about 10 minutes:
            yes and echo at quota 50 ms only, N = 1 and 2 with cmd1 and cmd2,
            2 sysbench runs of 3 s, 3 s windows after 2 s
   --full   the paper's: 30 s windows (after 10 s, when the logging process
            has paid for its own start), all quotas, N = 1..5 with
-           cmd1..cmd4, 10 sysbench runs of 10 s; an estimated 2 h 30 min
-           on a 2-CPU host (from the quick tier's cost per cell)
+           cmd1..cmd4, 10 sysbench runs of 10 s: 2 h 23 min measured on
+           a 2-CPU host with --exp2-modes off,process, an estimated
+           3 h 05 min with thread mode in experiment 2 too
 
 Options:
   --cgroup H     v1, v2 or both (default)
@@ -46,6 +47,9 @@ Options:
                  off,process to leave out thread mode, whose charge is a few
                  per cent of the logging process's CPU (experiment 1 shows
                  it), from the longest experiment
+  --parts LIST   what to measure (default exp1,exp2,throughput,overhead): a
+                 comma-separated subset, e.g. exp2 alone
+  --exp2-n LIST  experiment 2 for these N only (default: the tier's), e.g. 2
   --out DIR      results directory inside the checkout (default: quick
                  results/noisy_logging/quick, full experiments/results/full)
   --report-only  only rewrite the report and plots from DIR/raw
@@ -53,6 +57,7 @@ EOF
 }
 
 tier=quick HIERARCHIES=(v2 v1) modes=off,process,thread exp2_modes="" out="" report_only=0
+parts=exp1,exp2,throughput,overhead exp2_n=()
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--quick) tier=quick; shift ;;
@@ -60,6 +65,8 @@ while [[ $# -gt 0 ]]; do
 	--cgroup) hierarchies_arg "${2:-}"; shift 2 ;;
 	--modes) modes=${2:?}; shift 2 ;;
 	--exp2-modes) exp2_modes=${2:?}; shift 2 ;;
+	--parts) parts=${2:?}; shift 2 ;;
+	--exp2-n) exp2_n=(--exp2-n "${2:?}"); shift 2 ;;
 	--out) out=${2:?}; shift 2 ;;
 	--report-only) report_only=1; shift ;;
 	-h | --help) usage; exit 0 ;;
@@ -71,6 +78,12 @@ for m in "$modes" "$exp2_modes"; do
 	[[ $m =~ ^(off|process|thread)(,(off|process|thread))*$ ]] ||
 		die "--modes and --exp2-modes take a comma-separated list of off, process, thread"
 done
+[[ $parts =~ ^(exp1|exp2|throughput|overhead)(,(exp1|exp2|throughput|overhead))*$ ]] ||
+	die "--parts takes a comma-separated list of exp1, exp2, throughput, overhead"
+[[ ${#exp2_n[@]} -eq 0 || ${exp2_n[1]} =~ ^[1-9][0-9]?(,[1-9][0-9]?)*$ ]] ||
+	die "--exp2-n takes a comma-separated list of N (1..99)"
+# guest_parts: the parts of the first phase, for the guest script.
+guest_parts=$(tr , '\n' <<<"$parts" | grep -v '^overhead$' | paste -sd, || true)
 # The full tier's results are kept with the project; a quick run's are not.
 case $tier in
 quick) out=${out:-$CFSB_ROOT/results/noisy_logging/quick} ;;
@@ -172,15 +185,19 @@ wait_guests() {
 started=$(now_s)
 # The two hierarchies side by side: one host CPU each, no interference
 # through the guest's scheduler. The result is ratios inside each VM.
-for hier in "${HIERARCHIES[@]}"; do
-	guest "patched-$hier" patched "$hier" --parts exp1,exp2,throughput --exp2-modes "$exp2_modes"
-done
-wait_guests "experiments"
+if [[ -n $guest_parts ]]; then
+	for hier in "${HIERARCHIES[@]}"; do
+		guest "patched-$hier" patched "$hier" --parts "$guest_parts" --exp2-modes "$exp2_modes" "${exp2_n[@]}"
+	done
+	wait_guests "experiments"
+fi
 # The stock and the patched kernel at the same time, under the same host
 # load, for the overhead comparison.
-guest stock-v2 stock v2 --parts sysbench1 --modes off
-guest overhead-patched-v2 patched v2 --parts sysbench1 --modes off
-wait_guests "overhead"
+if [[ ,$parts, == *,overhead,* ]]; then
+	guest stock-v2 stock v2 --parts sysbench1 --modes off
+	guest overhead-patched-v2 patched v2 --parts sysbench1 --modes off
+	wait_guests "overhead"
+fi
 log "measured in $(hms $(($(now_s) - started)))"
 echo "{\"tier\": \"$tier\", \"seconds\": $(($(now_s) - started)), \"host_cpus\": $(nproc)}" >"$out/raw/run.json"
 report

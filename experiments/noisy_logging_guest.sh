@@ -4,7 +4,7 @@
 # it into the report.
 #
 #   noisy_logging_guest.sh --out DIR [--tier quick|full] [--parts LIST]
-#                          [--modes LIST] [--exp2-modes LIST]
+#                          [--modes LIST] [--exp2-modes LIST] [--exp2-n LIST]
 #
 # Layout as in the reference study: containerd, the shims and the logging
 # processes in /system.slice/containerd.service, the containers (nerdctl's
@@ -23,10 +23,11 @@
 #               with charging off and in process mode, alternating
 #   sysbench1   N = 1 only (sysbench alone): the kernel overhead comparison
 # Modes (default off,process,thread) apply to exp1 and, unless --exp2-modes
-# names others, to exp2; `off` is the stock behaviour.
+# names others, to exp2; `off` is the stock behaviour. --exp2-n runs
+# experiment 2 for those N only (default: the tier's, 1..5 or 1,2).
 set -euo pipefail
 
-out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread exp2_modes=""
+out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread exp2_modes="" exp2_n=""
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--out) out=${2:?}; shift 2 ;;
@@ -34,7 +35,8 @@ while [[ $# -gt 0 ]]; do
 	--parts) parts=${2:?}; shift 2 ;;
 	--modes) modes=${2:?}; shift 2 ;;
 	--exp2-modes) exp2_modes=${2:?}; shift 2 ;;
-	-h | --help) sed -n '5,26p' "$0" | cut -c3-; exit 0 ;;
+	--exp2-n) exp2_n=${2:?}; shift 2 ;;
+	-h | --help) sed -n '5,27p' "$0" | cut -c3-; exit 0 ;;
 	*) echo "noisy_logging_guest: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -82,6 +84,11 @@ IFS=, read -ra EXP2_MODES <<<"${exp2_modes:-$modes}"
 for m in "${MODES[@]}" "${EXP2_MODES[@]}"; do
 	case $m in off | process | thread) ;; *) echo "noisy_logging_guest: unknown mode $m" >&2; exit 2 ;; esac
 done
+if [[ -n $exp2_n ]]; then
+	[[ $exp2_n =~ ^[1-9][0-9]?(,[1-9][0-9]?)*$ ]] ||
+		{ echo "noisy_logging_guest: --exp2-n takes a comma-separated list of N (1..99)" >&2; exit 2; }
+	IFS=, read -ra EXP2_NS <<<"$exp2_n"
+fi
 has_part() { [[ ,$parts, == *",$1,"* ]]; }
 
 # quota_us MS: 100/N ms and the study's 33 ms as microseconds.
@@ -114,6 +121,21 @@ exp2_cost() { echo $((EXP2_SETTLE + SB_RUNS * (SB_TIME + 1) + CELL_COST * $1)); 
 tp_cost() { echo $((2 * TP_WINDOWS * (TP_WINDOW + 1 + CELL_COST))); }
 
 # --- snapshots -----------------------------------------------------------------
+# cpu0_times: CPU 0's idle (idle + iowait) and interrupt (irq + softirq)
+# time from /proc/stat, µs, into CPU0_IDLE and CPU0_IRQ: the CPU that no
+# group under watch used, and why.
+USEC_PER_TICK=$((1000000 / $(getconf CLK_TCK)))
+cpu0_times() {
+	local name idle iowait irq softirq rest
+	# Fields: user nice system idle iowait irq softirq ...
+	while read -r name _ _ _ idle iowait irq softirq rest; do
+		[[ $name == cpu0 ]] || continue
+		CPU0_IDLE=$(((idle + iowait) * USEC_PER_TICK))
+		CPU0_IRQ=$(((irq + softirq) * USEC_PER_TICK))
+		return 0
+	done </proc/stat
+	return 1
+}
 # snapshot NAME: the counters of the groups and processes under watch,
 # summed: WATCH_CG (container cgroups), WATCH_LOGGER (logging process pids),
 # WATCH_SHIM (their shims), plus containerd and the logging cgroup; into the
@@ -126,7 +148,8 @@ snapshot() {
 	local k p
 	snap=([wall]=${EPOCHREALTIME/./} [logger]=0 [shim]=0 [containerd]=0 [logging_cgroup]=0
 		[container]=0 [nr_periods]=0 [nr_throttled]=0 [throttled]=0 [nr_borrow_periods]=0
-		[charged]=0 [deducted]=0 [dropped]=0)
+		[charged]=0 [deducted]=0 [dropped]=0 [cpu0_idle]=0 [cpu0_irq]=0)
+	cpu0_times && snap[cpu0_idle]=$CPU0_IDLE snap[cpu0_irq]=$CPU0_IRQ
 	for p in "${WATCH_LOGGER[@]}"; do
 		cs_pid_cpu_us "$p" && snap[logger]=$((snap[logger] + REPLY))
 	done
@@ -146,7 +169,7 @@ snapshot() {
 	done
 }
 SNAP_KEYS=(wall logger charged container logging_cgroup shim containerd nr_periods nr_throttled
-	throttled nr_borrow_periods deducted dropped)
+	throttled nr_borrow_periods deducted dropped cpu0_idle cpu0_irq)
 # snapshot_header: the CSV columns of snapshot_delta (counts, or µs).
 snapshot_header() {
 	local k line=""
@@ -231,7 +254,8 @@ sysbench_bundle() {
 }
 # sysbench_runs NAME QUOTA_US OUTFILE: run sysbench SB_RUNS times in a
 # container that runc starts in /default/NAME; its output into OUTFILE, the
-# CPU time the container used (µs) into REPLY.
+# CPU time the container used (µs) into REPLY, its bandwidth periods and
+# the throttled ones into SB_PERIODS, as CSV.
 sysbench_runs() {
 	local name=$1 loop pid cg
 	loop="i=0; while [ \$i -lt $SB_RUNS ]; do i=\$((i + 1));"
@@ -247,7 +271,8 @@ sysbench_runs() {
 	read -r pid <"$SB_BUNDLE/pid"
 	cg=$CPU_ROOT/default/$name
 	while [[ -e /proc/$pid ]]; do cs_nap 0.5; done
-	cs_usage_us "$cg"
+	cs_cpu_stat "$cg"
+	REPLY=${CS_STAT[usage]} SB_PERIODS=${CS_STAT[nr_periods]},${CS_STAT[nr_throttled]}
 	runc delete -f "$name" >/dev/null 2>&1
 }
 
@@ -273,7 +298,7 @@ exp2_cell() {
 	cs_nap "$EXP2_SETTLE"
 	snapshot s0
 	sysbench_runs "$name" "$q" "$log" || cs_die "sysbench failed: $(tail -5 "$log")"
-	local sb_us=$REPLY
+	local sb_us=$REPLY sb_periods=$SB_PERIODS
 	snapshot s1
 	snapshot_delta s0 s1
 	local delta=$REPLY
@@ -283,7 +308,7 @@ exp2_cell() {
 	sysbench_rates "$log"
 	[[ ${#RATES[@]} -eq $SB_RUNS ]] || cs_die "sysbench printed ${#RATES[@]} results, expected $SB_RUNS: $log"
 	for i in "${!RATES[@]}"; do echo "$HIER,$n,$cmd,$mode,$((i + 1)),${RATES[i]}" >>"$out/exp2_runs.csv"; done
-	echo "$HIER,$n,$cmd,$mode,$q,$PERIOD_US,$SB_RUNS,$SB_TIME,$sb_us,$delta" >>"$out/exp2.csv"
+	echo "$HIER,$n,$cmd,$mode,$q,$PERIOD_US,$SB_RUNS,$SB_TIME,$sb_us,$delta,$sb_periods" >>"$out/exp2.csv"
 }
 
 # exp2_grid NS...: the cells of experiment 2 for those N, "n cmd mode" per
@@ -306,7 +331,7 @@ exp2_grid() {
 # exp2 NS...: experiment 2 for those N.
 exp2() {
 	local n cmd mode
-	echo "hierarchy,n,cmd,mode,quota_us,period_us,sysbench_runs,sysbench_time_s,sysbench_container_us,$(snapshot_header)" >"$out/exp2.csv"
+	echo "hierarchy,n,cmd,mode,quota_us,period_us,sysbench_runs,sysbench_time_s,sysbench_container_us,$(snapshot_header),sysbench_nr_periods,sysbench_nr_throttled" >"$out/exp2.csv"
 	echo "hierarchy,n,cmd,mode,run,events_per_s" >"$out/exp2_runs.csv"
 	sysbench_bundle
 	while read -r n cmd mode; do

@@ -28,7 +28,7 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      either kernel, in one run out of three or so).
      The upstream results are listed; the comparison is what counts.
   7. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
-     --quick, about 12 minutes), checked end to end: every planned cell
+     --quick, about 10 minutes), checked end to end: every planned cell
      measured, the charging modes applied, the report and plots written
      (experiments/check_noisy_logging.py; the numbers are reported only).
 TAP output of every suite is kept in the results directory (default
