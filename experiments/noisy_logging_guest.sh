@@ -403,7 +403,9 @@ fi
 	echo "{"
 	echo "  \"hierarchy\": \"$HIER\","
 	echo "  \"kernel\": \"$(uname -r)\","
-	echo "  \"borrowing\": $([[ -n $(find "$CPU_ROOT" -maxdepth 2 -name cpu.cfs.borrowing_us -print -quit) ]] && echo true || echo false),"
+	# (The logging cgroup: on v1 the hierarchy's root and its first level
+	# may not be cpu controller groups with the file.)
+	echo "  \"borrowing\": $([[ -e $LOGGING_CG/cpu.cfs.borrowing_us ]] && echo true || echo false),"
 	echo "  \"cpus\": $(nproc --all),"
 	echo "  \"cpu_used\": 0,"
 	# The reference study's lsmod listed a desktop's modules; this guest
