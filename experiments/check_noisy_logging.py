@@ -51,6 +51,11 @@ def check_vm(tap: Tap, d: Path) -> None:
     if not isinstance(cells, dict):
         return
     runs_per_cell = meta["sysbench_runs"]
+    patched = "patched" in name  # patched-v1, overhead-patched-v2, stock-v2, ...
+    tap.check(
+        f"{name}: meta.json says the kernel {'has' if patched else 'lacks'} cpu.cfs.borrowing_us",
+        lambda: meta.get("borrowing") is patched or f"borrowing: {meta.get('borrowing')}",
+    )
 
     def count(file: str, want: int) -> bool | str:
         got = len(rows(d / file)) if want else 0
