@@ -136,6 +136,19 @@ cpu0_times() {
 	done </proc/stat
 	return 1
 }
+# cpu0_switches: how many times CPU 0 switched to a task (the run queue's
+# timeslice count in /proc/schedstat, CONFIG_SCHEDSTATS) into CPU0_SWITCHES:
+# under emulation each switch costs the next task its TLB, so the rate
+# explains part of sysbench's events per CPU second.
+cpu0_switches() {
+	local name rest
+	# Fields: cpuN yld_count 0 sched_count sched_goidle ttwu_count ttwu_local
+	# rq_cpu_time run_delay pcount
+	while read -r name _ _ _ _ _ _ _ _ CPU0_SWITCHES rest; do
+		[[ $name == cpu0 ]] && return 0
+	done </proc/schedstat
+	return 1
+}
 # snapshot NAME: the counters of the groups and processes under watch,
 # summed: WATCH_CG (container cgroups), WATCH_LOGGER (logging process pids),
 # WATCH_SHIM (their shims), plus containerd and the logging cgroup; into the
@@ -148,8 +161,10 @@ snapshot() {
 	local k p
 	snap=([wall]=${EPOCHREALTIME/./} [logger]=0 [shim]=0 [containerd]=0 [logging_cgroup]=0
 		[container]=0 [nr_periods]=0 [nr_throttled]=0 [throttled]=0 [nr_borrow_periods]=0
-		[charged]=0 [deducted]=0 [dropped]=0 [cpu0_idle]=0 [cpu0_irq]=0)
+		[charged]=0 [deducted]=0 [dropped]=0 [cpu0_idle]=0 [cpu0_irq]=0
+		[nr_cpu0_switches]=0)
 	cpu0_times && snap[cpu0_idle]=$CPU0_IDLE snap[cpu0_irq]=$CPU0_IRQ
+	cpu0_switches && snap[nr_cpu0_switches]=$CPU0_SWITCHES
 	for p in "${WATCH_LOGGER[@]}"; do
 		cs_pid_cpu_us "$p" && snap[logger]=$((snap[logger] + REPLY))
 	done
@@ -169,7 +184,7 @@ snapshot() {
 	done
 }
 SNAP_KEYS=(wall logger charged container logging_cgroup shim containerd nr_periods nr_throttled
-	throttled nr_borrow_periods deducted dropped cpu0_idle cpu0_irq)
+	throttled nr_borrow_periods deducted dropped cpu0_idle cpu0_irq nr_cpu0_switches)
 # snapshot_header: the CSV columns of snapshot_delta (counts, or µs).
 snapshot_header() {
 	local k line=""

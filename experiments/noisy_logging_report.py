@@ -202,6 +202,9 @@ def exp2_cells(cells: list[Row], runs: list[Row]) -> Cells:
             # Recorded since these columns were added; older raw data has none.
             "cpu0_idle": pct(r["cpu0_idle_us"], wall) if r.get("cpu0_idle_us") else None,
             "cpu0_irq": pct(r["cpu0_irq_us"], wall) if r.get("cpu0_irq_us") else None,
+            "cpu0_switches_per_s": (
+                int(r["nr_cpu0_switches"]) / (int(wall) / 1e6) if r.get("nr_cpu0_switches") else None
+            ),
             "sysbench_throttled": (
                 pct(r["sysbench_nr_throttled"], r["sysbench_nr_periods"])
                 if r.get("sysbench_nr_periods") and int(r["sysbench_nr_periods"])
@@ -321,16 +324,17 @@ def exp2_section(hier: str, cells: Cells, meta: dict[str, Any]) -> list[str]:
         "the noisy containers' own CPU (C), their logging processes' (A), the part charged (B), "
         "summed over the N-1 noisy containers (B+C against N-1 quotas); the logging cgroup, "
         "and in it the containers' shims and containerd; CPU 0's idle and interrupt time; "
-        "the share of sysbench's bandwidth periods in which its quota throttled it; sysbench's "
+        "the share of sysbench's bandwidth periods in which its quota throttled it; CPU 0's task "
+        "switches per second (/proc/schedstat); sysbench's "
         "events per second of CPU it got (events/s ratio = CPU share ratio x this ratio)."
     )
     out.append("")
     out.append(
         "| N | command | mode | quota each | sysbench | noisy C | noisy A | noisy B | noisy B+C "
         "| A-B | logging cgroup | shims | containerd | idle | irq | sysbench throttled "
-        "| events per CPU s |"
+        "| switches/s | events per CPU s |"
     )
-    out.append("|---" * 17 + "|")
+    out.append("|---" * 18 + "|")
     for (n, cmd, mode), x in sorted(cells.items()):
         out.append(
             f"| {n} | {cmd} | {mode} | {x['quota_pct']:.1f} | {fmt(x['sysbench_cpu'])} | "
@@ -338,7 +342,7 @@ def exp2_section(hier: str, cells: Cells, meta: dict[str, Any]) -> list[str]:
             f"{fmt(x['noisy_B'] + x['noisy_C'])} | {fmt(x['noisy_A'] - x['noisy_B'])} | "
             f"{fmt(x['logging_cgroup'])} | {fmt(x['shim'])} | {fmt(x['containerd'])} | "
             f"{fmt(x['cpu0_idle'])} | {fmt(x['cpu0_irq'])} | {fmt(x['sysbench_throttled'], 1)} | "
-            f"{fmt(x['events_per_cpu_s'], 0)} |"
+            f"{fmt(x['cpu0_switches_per_s'], 0)} | {fmt(x['events_per_cpu_s'], 0)} |"
         )
     out.append("")
     return out
