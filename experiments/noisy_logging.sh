@@ -9,7 +9,8 @@ source "$(dirname "$0")/../scripts/lib.sh"
 usage() {
 	cat <<EOF
 Usage: ${0##*/} [--quick | --full] [--cgroup v1|v2|both] [--modes LIST]
-                [--exp2-modes LIST] [--out DIR] [--report-only]
+                [--exp2-modes LIST] [--parts LIST] [--exp2-n LIST] [--sysbench-burst]
+                [--out DIR] [--report-only]
 
 Builds what is missing (the stock and the patched kernel, the patched
 nerdctl, the images), then boots the kernels in QEMU (TCG, 4 vCPUs, the
@@ -50,6 +51,10 @@ Options:
   --parts LIST   what to measure (default exp1,exp2,throughput,overhead): a
                  comma-separated subset, e.g. exp2 alone
   --exp2-n LIST  experiment 2 for these N only (default: the tier's), e.g. 2
+  --sysbench-burst
+                 give sysbench's container a CFS burst (cpu.max.burst) equal
+                 to its quota, so that quota it could not use in one period
+                 (the logging processes held the CPU) is usable later
   --out DIR      results directory inside the checkout (default: quick
                  results/noisy_logging/quick, full experiments/results/full)
   --report-only  only rewrite the report and plots from DIR/raw
@@ -57,7 +62,7 @@ EOF
 }
 
 tier=quick HIERARCHIES=(v2 v1) modes=off,process,thread exp2_modes="" out="" report_only=0
-parts=exp1,exp2,throughput,overhead exp2_n=()
+parts=exp1,exp2,throughput,overhead exp2_n="" exp2_opts=()
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--quick) tier=quick; shift ;;
@@ -66,7 +71,8 @@ while [[ $# -gt 0 ]]; do
 	--modes) modes=${2:?}; shift 2 ;;
 	--exp2-modes) exp2_modes=${2:?}; shift 2 ;;
 	--parts) parts=${2:?}; shift 2 ;;
-	--exp2-n) exp2_n=(--exp2-n "${2:?}"); shift 2 ;;
+	--exp2-n) exp2_n=${2:?}; shift 2 ;;
+	--sysbench-burst) exp2_opts+=(--sysbench-burst); shift ;;
 	--out) out=${2:?}; shift 2 ;;
 	--report-only) report_only=1; shift ;;
 	-h | --help) usage; exit 0 ;;
@@ -80,8 +86,10 @@ for m in "$modes" "$exp2_modes"; do
 done
 [[ $parts =~ ^(exp1|exp2|throughput|overhead)(,(exp1|exp2|throughput|overhead))*$ ]] ||
 	die "--parts takes a comma-separated list of exp1, exp2, throughput, overhead"
-[[ ${#exp2_n[@]} -eq 0 || ${exp2_n[1]} =~ ^[1-9][0-9]?(,[1-9][0-9]?)*$ ]] ||
-	die "--exp2-n takes a comma-separated list of N (1..99)"
+if [[ -n $exp2_n ]]; then
+	[[ $exp2_n =~ ^[1-9][0-9]?(,[1-9][0-9]?)*$ ]] || die "--exp2-n takes a comma-separated list of N (1..99)"
+	exp2_opts+=(--exp2-n "$exp2_n")
+fi
 # guest_parts: the parts of the first phase, for the guest script.
 guest_parts=$(tr , '\n' <<<"$parts" | grep -v '^overhead$' | paste -sd, || true)
 # The full tier's results are kept with the project; a quick run's are not.
@@ -187,7 +195,7 @@ started=$(now_s)
 # through the guest's scheduler. The result is ratios inside each VM.
 if [[ -n $guest_parts ]]; then
 	for hier in "${HIERARCHIES[@]}"; do
-		guest "patched-$hier" patched "$hier" --parts "$guest_parts" --exp2-modes "$exp2_modes" "${exp2_n[@]}"
+		guest "patched-$hier" patched "$hier" --parts "$guest_parts" --exp2-modes "$exp2_modes" "${exp2_opts[@]}"
 	done
 	wait_guests "experiments"
 fi

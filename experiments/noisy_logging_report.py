@@ -273,6 +273,12 @@ def exp2_section(hier: str, cells: Cells, meta: dict[str, Any]) -> list[str]:
             + "; experiment 1 measures how much it charges.",
             "",
         ]
+    if meta.get("sysbench_burst"):
+        out += [
+            "sysbench's container had a CFS burst equal to its quota (`--sysbench-burst`): "
+            "quota it could not use in one period it could use in a later one.",
+            "",
+        ]
     out.append(
         "sysbench events/s, mean ± standard deviation over the runs (paper: Tables 3 and 8, "
         "'before' and 'after'; bare metal, so only the ratios compare)."
