@@ -129,18 +129,26 @@ tp_cost() { echo $((2 * TP_WINDOWS * (TP_WINDOW + 1 + CELL_COST))); }
 # --- snapshots -----------------------------------------------------------------
 # cpu0_times: CPU 0's idle (idle + iowait) and interrupt (irq + softirq)
 # time from /proc/stat, µs, into CPU0_IDLE and CPU0_IRQ: the CPU that no
-# group under watch used, and why.
+# group under watch used, and why; and the other CPUs' busy time into
+# OTHERS_BUSY: under emulation all the guest's CPUs share one host CPU, so
+# their work takes host time from CPU 0 that CPU 0's tasks are charged for.
 USEC_PER_TICK=$((1000000 / $(getconf CLK_TCK)))
 cpu0_times() {
-	local name idle iowait irq softirq rest
-	# Fields: user nice system idle iowait irq softirq ...
-	while read -r name _ _ _ idle iowait irq softirq rest; do
-		[[ $name == cpu0 ]] || continue
-		CPU0_IDLE=$(((idle + iowait) * USEC_PER_TICK))
-		CPU0_IRQ=$(((irq + softirq) * USEC_PER_TICK))
-		return 0
+	local name user nice system idle iowait irq softirq steal rest found=1
+	OTHERS_BUSY=0
+	while read -r name user nice system idle iowait irq softirq steal rest; do
+		case $name in
+		cpu0)
+			CPU0_IDLE=$(((idle + iowait) * USEC_PER_TICK))
+			CPU0_IRQ=$(((irq + softirq) * USEC_PER_TICK))
+			found=0
+			;;
+		cpu[0-9]*)
+			OTHERS_BUSY=$((OTHERS_BUSY + (user + nice + system + irq + softirq + steal) * USEC_PER_TICK))
+			;;
+		esac
 	done </proc/stat
-	return 1
+	return $found
 }
 # cpu0_switches: how many times CPU 0 switched to a task (the run queue's
 # timeslice count in /proc/schedstat, CONFIG_SCHEDSTATS) into CPU0_SWITCHES:
@@ -168,8 +176,8 @@ snapshot() {
 	snap=([wall]=${EPOCHREALTIME/./} [logger]=0 [shim]=0 [containerd]=0 [logging_cgroup]=0
 		[container]=0 [nr_periods]=0 [nr_throttled]=0 [throttled]=0 [nr_borrow_periods]=0
 		[charged]=0 [deducted]=0 [dropped]=0 [cpu0_idle]=0 [cpu0_irq]=0
-		[nr_cpu0_switches]=0)
-	cpu0_times && snap[cpu0_idle]=$CPU0_IDLE snap[cpu0_irq]=$CPU0_IRQ
+		[nr_cpu0_switches]=0 [others_busy]=0)
+	cpu0_times && snap[cpu0_idle]=$CPU0_IDLE snap[cpu0_irq]=$CPU0_IRQ snap[others_busy]=$OTHERS_BUSY
 	cpu0_switches && snap[nr_cpu0_switches]=$CPU0_SWITCHES
 	for p in "${WATCH_LOGGER[@]}"; do
 		cs_pid_cpu_us "$p" && snap[logger]=$((snap[logger] + REPLY))
@@ -190,7 +198,7 @@ snapshot() {
 	done
 }
 SNAP_KEYS=(wall logger charged container logging_cgroup shim containerd nr_periods nr_throttled
-	throttled nr_borrow_periods deducted dropped cpu0_idle cpu0_irq nr_cpu0_switches)
+	throttled nr_borrow_periods deducted dropped cpu0_idle cpu0_irq nr_cpu0_switches others_busy)
 # snapshot_header: the CSV columns of snapshot_delta (counts, or µs).
 snapshot_header() {
 	local k line=""

@@ -202,6 +202,7 @@ def exp2_cells(cells: list[Row], runs: list[Row]) -> Cells:
             # Recorded since these columns were added; older raw data has none.
             "cpu0_idle": pct(r["cpu0_idle_us"], wall) if r.get("cpu0_idle_us") else None,
             "cpu0_irq": pct(r["cpu0_irq_us"], wall) if r.get("cpu0_irq_us") else None,
+            "others_busy": pct(r["others_busy_us"], wall) if r.get("others_busy_us") else None,
             "cpu0_switches_per_s": (
                 int(r["nr_cpu0_switches"]) / (int(wall) / 1e6) if r.get("nr_cpu0_switches") else None
             ),
@@ -329,7 +330,8 @@ def exp2_section(hier: str, cells: Cells, meta: dict[str, Any]) -> list[str]:
         "Where the CPU went (shares of one CPU over the sysbench runs, %): sysbench's container; "
         "the noisy containers' own CPU (C), their logging processes' (A), the part charged (B), "
         "summed over the N-1 noisy containers (B+C against N-1 quotas); the logging cgroup, "
-        "and in it the containers' shims and containerd; CPU 0's idle and interrupt time; "
+        "and in it the containers' shims and containerd; CPU 0's idle and interrupt time; the other "
+        "CPUs' busy time (under emulation taken from CPU 0's host CPU); "
         "the share of sysbench's bandwidth periods in which its quota throttled it; CPU 0's task "
         "switches per second (/proc/schedstat); sysbench's "
         "events per second of CPU it got (events/s ratio = CPU share ratio x this ratio)."
@@ -337,17 +339,18 @@ def exp2_section(hier: str, cells: Cells, meta: dict[str, Any]) -> list[str]:
     out.append("")
     out.append(
         "| N | command | mode | quota each | sysbench | noisy C | noisy A | noisy B | noisy B+C "
-        "| A-B | logging cgroup | shims | containerd | idle | irq | sysbench throttled "
+        "| A-B | logging cgroup | shims | containerd | idle | irq | other CPUs | sysbench throttled "
         "| switches/s | events per CPU s |"
     )
-    out.append("|---" * 18 + "|")
+    out.append("|---" * 19 + "|")
     for (n, cmd, mode), x in sorted(cells.items()):
         out.append(
             f"| {n} | {cmd} | {mode} | {x['quota_pct']:.1f} | {fmt(x['sysbench_cpu'])} | "
             f"{fmt(x['noisy_C'])} | {fmt(x['noisy_A'])} | {fmt(x['noisy_B'])} | "
             f"{fmt(x['noisy_B'] + x['noisy_C'])} | {fmt(x['noisy_A'] - x['noisy_B'])} | "
             f"{fmt(x['logging_cgroup'])} | {fmt(x['shim'])} | {fmt(x['containerd'])} | "
-            f"{fmt(x['cpu0_idle'])} | {fmt(x['cpu0_irq'])} | {fmt(x['sysbench_throttled'], 1)} | "
+            f"{fmt(x['cpu0_idle'])} | {fmt(x['cpu0_irq'])} | {fmt(x['others_busy'])} | "
+            f"{fmt(x['sysbench_throttled'], 1)} | "
             f"{fmt(x['cpu0_switches_per_s'], 0)} | {fmt(x['events_per_cpu_s'], 0)} |"
         )
     out.append("")
