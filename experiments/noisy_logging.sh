@@ -10,7 +10,7 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [--quick | --full] [--cgroup v1|v2|both] [--modes LIST]
                 [--exp2-modes LIST] [--parts LIST] [--exp2-n LIST] [--sysbench-burst]
-                [--out DIR] [--report-only]
+                [--icount] [--out DIR] [--report-only]
 
 Builds what is missing (the stock and the patched kernel, the patched
 nerdctl, the images), then boots the kernels in QEMU (TCG, 4 vCPUs, the
@@ -24,7 +24,9 @@ CPU 0) and runs experiments/noisy_logging_guest.sh there:
      cmd1..cmd4 in the others) and the logging throughput, with charging
      off (the stock behaviour), in process mode and in thread mode;
   2. the overhead: sysbench alone (N = 1) on the stock and the patched
-     kernel, in two VMs at the same time.
+     kernel, in two VMs at the same time; then the same with the guests'
+     clocks counting instructions (QEMU -icount), which resolves a
+     fraction of a per cent where the wall clock under emulation cannot.
 
 Then experiments/noisy_logging_report.py writes DIR/report.md (the paper's
 values and ours side by side), DIR/summary.json and DIR/plots/*.png. Raw
@@ -55,6 +57,11 @@ Options:
                  give sysbench's container a CFS burst (cpu.max.burst) equal
                  to its quota, so that quota it could not use in one period
                  (the logging processes held the CPU) is usable later
+  --icount       experiments 1 and 2 on the instruction clock
+                 (vm-run.sh --icount 0): a guest second is 10^9 instructions
+                 while a vCPU runs, so that sysbench's events per CPU second
+                 no longer depend on how fast the emulator runs the code the
+                 other tasks leave it (a fork/exec loop slows it by 20 %)
   --out DIR      results directory inside the checkout (default: quick
                  results/noisy_logging/quick, full experiments/results/full)
   --report-only  only rewrite the report and plots from DIR/raw
@@ -62,7 +69,7 @@ EOF
 }
 
 tier=quick HIERARCHIES=(v2 v1) modes=off,process,thread exp2_modes="" out="" report_only=0
-parts=exp1,exp2,throughput,overhead exp2_n="" exp2_opts=()
+parts=exp1,exp2,throughput,overhead exp2_n="" exp2_opts=() icount=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--quick) tier=quick; shift ;;
@@ -73,6 +80,7 @@ while [[ $# -gt 0 ]]; do
 	--parts) parts=${2:?}; shift 2 ;;
 	--exp2-n) exp2_n=${2:?}; shift 2 ;;
 	--sysbench-burst) exp2_opts+=(--sysbench-burst); shift ;;
+	--icount) icount=1; shift ;;
 	--out) out=${2:?}; shift 2 ;;
 	--report-only) report_only=1; shift ;;
 	-h | --help) usage; exit 0 ;;
@@ -127,14 +135,16 @@ case $tier in quick) vm_timeout=1800 ;; full) vm_timeout=14400 ;; esac
 # runs the guest script into raw/NAME; its pid into GUEST_PIDS[NAME]. The
 # VMs of a phase get a host CPU each (while there are enough), so that
 # neither migrates onto the other's.
+# VM_OPTS: more options for vm-run.sh (--icount).
 declare -A GUEST_PIDS=()
+VM_OPTS=()
 guest() {
 	local name=$1 kernel=$2 hier=$3 pin=()
 	shift 3
 	mkdir -p "$out/raw/$name"
 	((${#GUEST_PIDS[@]} < $(nproc))) && pin=(--host-cpus "${#GUEST_PIDS[@]}")
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$(kernel_image_path "$kernel" x86_64 default)" \
-		--cgroup "$hier" --cpus 4 --mem 4G --timeout "$vm_timeout" "${pin[@]}" -- \
+		--cgroup "$hier" --cpus 4 --mem 4G --timeout "$vm_timeout" "${pin[@]}" "${VM_OPTS[@]}" -- \
 		"$CFSB_ROOT/experiments/noisy_logging_guest.sh" --out "$out/raw/$name" --tier "$tier" \
 		--modes "$modes" "$@" >"$out/raw/$name/vm.log" 2>&1 &
 	GUEST_PIDS[$name]=$!
@@ -194,19 +204,29 @@ started=$(now_s)
 # The two hierarchies side by side: one host CPU each, no interference
 # through the guest's scheduler. The result is ratios inside each VM.
 if [[ -n $guest_parts ]]; then
+	((icount)) && VM_OPTS=(--icount 0)
 	for hier in "${HIERARCHIES[@]}"; do
 		guest "patched-$hier" patched "$hier" --parts "$guest_parts" --exp2-modes "$exp2_modes" "${exp2_opts[@]}"
 	done
 	wait_guests "experiments"
+	VM_OPTS=()
 fi
 # The stock and the patched kernel at the same time, under the same host
-# load, for the overhead comparison.
+# load, for the overhead comparison: once on the wall clock, once on the
+# instruction clock (vm-run.sh --icount 0), where sysbench's events/s count
+# instructions, free of the emulation's speed and the host's load, which
+# make wall-clock runs vary by some 5 %.
 if [[ ,$parts, == *,overhead,* ]]; then
 	guest stock-v2 stock v2 --parts sysbench1 --modes off
 	guest overhead-patched-v2 patched v2 --parts sysbench1 --modes off
 	wait_guests "overhead"
+	VM_OPTS=(--icount 0)
+	guest stock-icount-v2 stock v2 --parts sysbench1 --modes off
+	guest overhead-patched-icount-v2 patched v2 --parts sysbench1 --modes off
+	wait_guests "overhead on the instruction clock"
+	VM_OPTS=()
 fi
 log "measured in $(hms $(($(now_s) - started)))"
-echo "{\"tier\": \"$tier\", \"seconds\": $(($(now_s) - started)), \"host_cpus\": $(nproc)}" >"$out/raw/run.json"
+echo "{\"tier\": \"$tier\", \"seconds\": $(($(now_s) - started)), \"host_cpus\": $(nproc), \"icount\": $( ((icount)) && echo true || echo false)}" >"$out/raw/run.json"
 report
 log "report: ${out#"$CFSB_ROOT"/}/report.md, plots: ${out#"$CFSB_ROOT"/}/plots/"

@@ -9,7 +9,7 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [--kernel BZIMAGE] [--cgroup v1|v2] [--init bash|systemd] [--cpus N]
                 [--mem SIZE] [--timeout SEC] [--accel tcg|kvm] [--arch x86_64|arm64]
-                [--host-cpus LIST] -- CMD [ARG...]
+                [--host-cpus LIST] [--icount SHIFT] -- CMD [ARG...]
 
 Boots the kernel in QEMU and runs CMD as root in the guest, in the project
 checkout ($CFSB_ROOT), which the guest sees read-write at the same path.
@@ -36,6 +36,11 @@ Options:
   --arch A        x86_64 (default) or arm64
   --host-cpus L   run QEMU on these host CPUs only (taskset list), e.g. to keep
                   two VMs that measure side by side on one host CPU each
+  --icount SHIFT  TCG only: while a vCPU runs, the guest's clock counts its
+                  instructions, each one 2^SHIFT ns (0: a 1 GHz CPU); while
+                  all idle, it runs at real speed (QEMU -icount shift=SHIFT).
+                  A CPU-bound benchmark's rate is then a count of its
+                  instructions, whatever the host's speed and load
   --keep-log      keep the kernel log and print its path
 Environment: CFSB_VM_EXTRA_CMDLINE adds kernel parameters. CFSB_TCG_THREAD=multi
 runs one host thread per vCPU; the default, single, is slower with several
@@ -46,7 +51,7 @@ EOF
 }
 
 kernel="" cgroup=v2 init=bash cpus=2 mem=2G timeout=${CFSB_VM_TIMEOUT:-3600} accel=tcg arch=x86_64 keep_log=0
-host_cpus=""
+host_cpus="" icount=""
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--kernel) kernel=${2:?}; shift 2 ;;
@@ -58,6 +63,7 @@ while [[ $# -gt 0 ]]; do
 	--accel) accel=${2:?}; shift 2 ;;
 	--arch) arch=${2:?}; shift 2 ;;
 	--host-cpus) host_cpus=${2:?}; shift 2 ;;
+	--icount) icount=${2:?}; shift 2 ;;
 	--keep-log) keep_log=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	--) shift; break ;;
@@ -71,6 +77,11 @@ done
 [[ $timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
 [[ $accel == tcg || $accel == kvm ]] || die "--accel must be tcg or kvm"
 [[ -z $host_cpus || $host_cpus =~ ^[0-9]+([,-][0-9]+)*$ ]] || die "--host-cpus takes a CPU list like 0 or 0-1,3"
+if [[ -n $icount ]]; then
+	[[ $icount =~ ^([0-9]|10)$ ]] || die "--icount takes a shift from 0 to 10"
+	[[ $accel == tcg && ${CFSB_TCG_THREAD:-single} == single ]] ||
+		die "--icount needs single-threaded TCG (not --accel kvm or CFSB_TCG_THREAD=multi)"
+fi
 [[ -n $kernel ]] || kernel=$(kernel_image_path patched "$arch" default)
 [[ -f $kernel ]] || die "no kernel image at $kernel: run scripts/kernel-build.sh first"
 
@@ -91,6 +102,7 @@ if [[ $accel == kvm ]]; then
 	qemu+=(-accel kvm)
 else
 	qemu+=(-accel "tcg,thread=${CFSB_TCG_THREAD:-single}")
+	[[ -z $icount ]] || qemu+=(-icount "shift=$icount")
 fi
 
 rundir=$(mktemp -d /tmp/vm-run.XXXXXX)
