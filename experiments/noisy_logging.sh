@@ -159,24 +159,25 @@ hms() {
 
 # wait_guests PHASE: wait for the VMs, showing each one's current cell,
 # elapsed time and estimated remaining time (from the guest's progress
-# file: seconds of planned work done and in all); fail if one failed.
+# file: seconds of planned work done and in all, at the host's pace since
+# the phase began: on the instruction clock a guest second is no host
+# second); fail if one failed.
 wait_guests() {
 	local phase=$1 name pid running status failed=() line=""
-	local t0 now did total elapsed label eta
+	local t0 now did total label eta
 	t0=$(now_s)
 	while :; do
-		running=0 line=""
+		running=0 line="" now=$(now_s)
 		for name in "${!GUEST_PIDS[@]}"; do
 			label=""
 			kill -0 "${GUEST_PIDS[$name]}" 2>/dev/null && running=$((running + 1))
-			if read -r did total elapsed label 2>/dev/null <"$out/raw/$name/progress" && ((did > 0)); then
-				eta="~$(hms $(((total - did) * elapsed / did)))"
+			if read -r did total _ label 2>/dev/null <"$out/raw/$name/progress" && ((did > 0)); then
+				eta="~$(hms $(((total - did) * (now - t0) / did)))"
 			else
 				eta="?" label=${label:-booting}
 			fi
 			line+="  [$name: ${label:-booting}, $eta left]"
 		done
-		now=$(now_s)
 		if [[ -t 2 ]]; then
 			printf '\r\033[K%s %s%s' "$phase" "$(hms $((now - t0)))" "$line" >&2
 		elif (((now - t0) % 60 < 10)); then
