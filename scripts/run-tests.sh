@@ -46,6 +46,10 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 
+# The guests write their results there, through the checkout's mount.
+mkdir -p "$results"
+results=$(cd "$results" && pwd)
+[[ $results == "$CFSB_ROOT"/* ]] || die "--results must be inside the checkout ($CFSB_ROOT): the guests write there"
 t0=$(now_s)
 rm -rf "$results"
 mkdir -p "$results"
