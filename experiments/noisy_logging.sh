@@ -217,15 +217,20 @@ fi
 # instruction clock (vm-run.sh --icount 0), where sysbench's events/s count
 # instructions, free of the emulation's speed and the host's load, which
 # make wall-clock runs vary by some 5 %.
-if [[ ,$parts, == *,overhead,* ]]; then
-	guest stock-v2 stock v2 --parts sysbench1 --modes off
-	guest overhead-patched-v2 patched v2 --parts sysbench1 --modes off
-	wait_guests "overhead"
-	VM_OPTS=(--icount 0)
-	guest stock-icount-v2 stock v2 --parts sysbench1 --modes off
-	guest overhead-patched-icount-v2 patched v2 --parts sysbench1 --modes off
-	wait_guests "overhead on the instruction clock"
+# overhead_pair SUFFIX PHASE [VM-RUN OPTION...]: sysbench alone on the stock
+# and the patched kernel, raw/stock$SUFFIX-v2 and raw/overhead-patched$SUFFIX-v2.
+overhead_pair() {
+	local suffix=$1 phase=$2
+	shift 2
+	VM_OPTS=("$@")
+	guest "stock$suffix-v2" stock v2 --parts sysbench1 --modes off
+	guest "overhead-patched$suffix-v2" patched v2 --parts sysbench1 --modes off
+	wait_guests "$phase"
 	VM_OPTS=()
+}
+if [[ ,$parts, == *,overhead,* ]]; then
+	overhead_pair "" "overhead"
+	overhead_pair -icount "overhead on the instruction clock" --icount 0
 fi
 log "measured in $(hms $(($(now_s) - started)))"
 echo "{\"tier\": \"$tier\", \"seconds\": $(($(now_s) - started)), \"host_cpus\": $(nproc), \"icount\": $( ((icount)) && echo true || echo false)}" >"$out/raw/run.json"

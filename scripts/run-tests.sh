@@ -47,8 +47,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 # The guests write their results there, through the checkout's mount.
-mkdir -p "$results"
-results=$(cd "$results" && pwd)
+results=$(realpath -m "$results")
 [[ $results == "$CFSB_ROOT"/* ]] || die "--results must be inside the checkout ($CFSB_ROOT): the guests write there"
 t0=$(now_s)
 rm -rf "$results"
