@@ -608,7 +608,10 @@ def main() -> int:
     args = parser.parse_args()
     raw = args.dir / "raw"
     runs = sorted(d for d in raw.glob("patched-*") if (d / "meta.json").exists())
-    if not runs:
+    # What the header describes: the experiments' VMs, or with --parts
+    # overhead alone, the patched kernel's overhead VMs.
+    described = runs or sorted(d for d in raw.glob("overhead-patched*") if (d / "meta.json").exists())
+    if not described:
         print(
             f"noisy_logging_report: no raw data in {raw} (run experiments/noisy_logging.sh)", file=sys.stderr
         )
@@ -618,10 +621,9 @@ def main() -> int:
     run = json.loads((raw / "run.json").read_text()) if (raw / "run.json").exists() else {}
     summary: dict[str, Any] = {"run": run, "hierarchies": {}}
     body: list[str] = []
-    metas = []
-    for d in runs:
-        meta = json.loads((d / "meta.json").read_text())
-        metas.append(meta)
+    metas = [json.loads((d / "meta.json").read_text()) for d in described]
+    # With runs, described is runs; without, nothing to loop over.
+    for d, meta in zip(runs, metas, strict=False):
         hier = meta["hierarchy"]
         e1 = exp1_cells(read_csv(d / "exp1.csv"))
         e2 = exp2_cells(read_csv(d / "exp2.csv"), read_csv(d / "exp2_runs.csv"))
