@@ -23,6 +23,10 @@ HOST_PACKAGES=(
 	ccache git python3 qemu-system-x86 shellcheck
 )
 
+# What tools/ builds with (cgborrow: libcgroup; borrowd: libbpf, clang and
+# bpftool's skeletons) and the tests use (libcgroup's cgset and cgget).
+TOOLS_PACKAGES=(libcgroup-dev cgroup-tools libbpf-dev clang bpftool)
+
 # What the guest's container stack runs (the guest's root is the host's /),
 # and what the images are made of.
 CONTAINER_PACKAGES=(containerd runc crun busybox-static sysbench)

@@ -27,7 +27,11 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      upstream tests have 1% timing tolerances that emulation misses, on
      either kernel, in one run out of three or so).
      The upstream results are listed; the comparison is what counts.
-  7. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
+  7. the tools (tools/): built with -Werror; cgborrow's argument errors on
+     the host; in the guest, on the patched kernel (v2 and v1): charges,
+     cpu.stat, cgset/cgget on the file, the kernel's errors and permissions;
+     on the stock kernel: the "kernel lacks the feature" error;
+  8. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
      --quick, about 10 minutes), checked end to end: every planned cell
      measured, the charging modes applied, the report and plots written
      (experiments/check_noisy_logging.py; the numbers are reported only).
@@ -72,7 +76,8 @@ static_checks() {
 		echo "TAP version 13"
 		check "shellcheck scripts, selftests and experiments" \
 			shellcheck -x "$CFSB_ROOT"/scripts/*.sh "$CFSB_ROOT"/selftests/*.sh \
-			"$CFSB_ROOT"/nerdctl-patch/tests/*.sh "$CFSB_ROOT"/experiments/*.sh "$CFSB_ROOT/.ci/run"
+			"$CFSB_ROOT"/nerdctl-patch/tests/*.sh "$CFSB_ROOT"/experiments/*.sh "$CFSB_ROOT/.ci/run" \
+			"$CFSB_ROOT"/tools/tests/*.sh
 		check "ruff check and format" bash -c "ruff check '$CFSB_ROOT' && ruff format --check '$CFSB_ROOT'"
 		check "checkpatch --strict on kernel/patches" "$CFSB_ROOT/scripts/kernel-series.sh" checkpatch
 		echo "1..$n"
@@ -173,7 +178,31 @@ for attempt in 2 3 4 5 6; do
 	patched_runs+=("$results/patched-v2/run$attempt/test_cpu.tap")
 done
 
-# --- 7. the noisy-logging study, quick tier: the pipeline end to end ------
+# --- 7. the tools --------------------------------------------------------
+# tools_build: a TAP line for the build (-Werror: a warning fails it).
+tools_build() {
+	echo "TAP version 13"
+	if make -s -C "$CFSB_ROOT/tools" >"$results/tools-build.log" 2>&1; then
+		echo "ok 1 make -C tools (-Wall -Werror)"
+	else
+		echo "not ok 1 make -C tools (-Wall -Werror)"
+		sed 's/^/# /' "$results/tools-build.log" | tail -40
+	fi
+	echo "1..1"
+}
+log "tools: build, host tests"
+ensure_packages "${TOOLS_PACKAGES[@]}"
+tools_build | tee "$results/tools-build.tap"
+"$CFSB_ROOT/tools/tests/cgborrow.sh" host >"$results/tools-host.tap" 2>&1 || true
+log "tools: patched kernel, cgroup v2 and v1; stock kernel"
+for cg in v2 v1; do
+	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup "$cg" -- \
+		tools/tests/run-in-guest.sh "$results/tools-patched-$cg" cgborrow || true
+done
+"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup v2 -- \
+	tools/tests/run-in-guest.sh "$results/tools-stock-v2" cgborrow-stock || true
+
+# --- 8. the noisy-logging study, quick tier: the pipeline end to end ------
 log "experiments/noisy_logging.sh --quick"
 "$CFSB_ROOT/experiments/noisy_logging.sh" --quick --out "$results/noisy_logging" >"$results/noisy_logging.log" 2>&1 ||
 	{ tail -30 "$results/noisy_logging.log"; }
@@ -188,4 +217,7 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/static.tap" "$results/vm-run.tap" \
 	"$results/patched-v2/kunit.tap" "$results/patched-v2/borrowing.tap" \
 	"$results/patched-v1/kunit.tap" "$results/patched-v1/borrowing.tap" \
-	"$results/nerdctl-unit.tap" "$results"/containers-*.tap "$results/noisy_logging.tap"
+	"$results/nerdctl-unit.tap" "$results"/containers-*.tap \
+	"$results/tools-build.tap" "$results/tools-host.tap" \
+	"$results/tools-patched-v2/cgborrow.tap" "$results/tools-patched-v1/cgborrow.tap" \
+	"$results/tools-stock-v2/cgborrow-stock.tap" "$results/noisy_logging.tap"

@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cpu.cfs.borrowing_us for the tools. libcgroup finds the cpu hierarchy,
+ * a process's group and reads the group's files; the charge itself is one
+ * write(2) of our own, because libcgroup reports a refused open as "value
+ * does not exist" and loses the errno that tells EPERM from EINVAL.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <libcgroup.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "borrow_cg.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC	0x63677270
+#endif
+
+static char cpu_mount[PATH_MAX];
+static bool cpu_v2;
+
+int bcg_init(void)
+{
+	struct statfs sfs;
+	char *mnt = NULL;
+	int ret;
+
+	ret = cgroup_init();
+	if (ret)
+		return -BCG_ENOLIB;
+	ret = cgroup_get_subsys_mount_point("cpu", &mnt);
+	if (ret || !mnt)
+		return -BCG_ENOLIB;
+	snprintf(cpu_mount, sizeof(cpu_mount), "%s", mnt);
+	free(mnt);
+	if (statfs(cpu_mount, &sfs))
+		return -errno;
+	cpu_v2 = sfs.f_type == CGROUP2_SUPER_MAGIC;
+	return 0;
+}
+
+const char *bcg_mount(void)
+{
+	return cpu_mount;
+}
+
+bool bcg_is_v2(void)
+{
+	return cpu_v2;
+}
+
+/* libcgroup's error as a negative errno where it has one. */
+static int lib_err(int ret)
+{
+	switch (ret) {
+	case 0:
+		return 0;
+	case ECGOTHER:
+		return cgroup_get_last_errno() ? -cgroup_get_last_errno() : -EIO;
+	case ECGROUPNOTEXIST:
+		return -ENOENT;
+	default:
+		return -EIO;
+	}
+}
+
+int bcg_from_path(struct bcg *g, const char *arg)
+{
+	size_t mlen = strlen(cpu_mount);
+	char real[PATH_MAX];
+	const char *p = arg;
+	struct stat st;
+	size_t len;
+
+	/*
+	 * A path under the mount point names the same group, also through a
+	 * symbolic link (v1's /sys/fs/cgroup/cpu -> cpu,cpuacct).
+	 */
+	if (arg[0] == '/' && realpath(arg, real) &&
+	    !strncmp(real, cpu_mount, mlen) && (real[mlen] == '/' || !real[mlen]))
+		arg = real;
+	if (!strncmp(arg, cpu_mount, mlen) && (arg[mlen] == '/' || !arg[mlen]))
+		p = arg + mlen;
+	if (strstr(p, "/../") || !strncmp(p, "../", 3) ||
+	    (strlen(p) >= 3 && !strcmp(p + strlen(p) - 3, "/..")) ||
+	    !strcmp(p, ".."))
+		return -EINVAL;
+	if (snprintf(g->path, sizeof(g->path), "%s%s",
+		     p[0] == '/' ? "" : "/", p) >= (int)sizeof(g->path))
+		return -ENAMETOOLONG;
+	len = strlen(g->path);
+	while (len > 1 && g->path[len - 1] == '/')
+		g->path[--len] = '\0';
+	if (snprintf(g->dir, sizeof(g->dir), "%s%s", cpu_mount,
+		     len > 1 ? g->path : "") >= (int)sizeof(g->dir))
+		return -ENAMETOOLONG;
+	if (stat(g->dir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return 0;
+}
+
+/* v2: the "0::PATH" line of /proc/PID/cgroup. */
+static int v2_path_of(pid_t pid, char *path, size_t len)
+{
+	char file[64], line[PATH_MAX + 8];
+	int ret = -ENOENT;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+	f = fopen(file, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		/* A process that exited in between reads " (deleted)" here. */
+		ret = snprintf(path, len, "%s", line + 3) < (int)len ? 0 : -ENAMETOOLONG;
+		break;
+	}
+	fclose(f);
+	return ret;
+}
+
+int bcg_from_pid(struct bcg *g, pid_t pid)
+{
+	char v2path[PATH_MAX];
+	char *path = NULL;
+	int ret;
+
+	/*
+	 * libcgroup 2.0 looks for the controller's name in /proc/PID/cgroup,
+	 * which v2's single line does not have.
+	 */
+	if (cpu_v2) {
+		ret = v2_path_of(pid, v2path, sizeof(v2path));
+		return ret ?: bcg_from_path(g, v2path);
+	}
+	ret = cgroup_get_current_controller_path(pid, "cpu", &path);
+	if (ret) {
+		free(path);
+		/* libcgroup says "no such cgroup" for a missing process. */
+		return ret == ECGROUPNOTEXIST ? -ESRCH : lib_err(ret);
+	}
+	ret = bcg_from_path(g, path);
+	free(path);
+	return ret;
+}
+
+/* The run directory the engines keep their state in (tests move it). */
+static const char *run_dir(void)
+{
+	const char *dir = getenv("CGBORROW_RUNDIR");
+
+	return dir && *dir ? dir : "/run";
+}
+
+static pid_t read_pid_file(const char *path)
+{
+	char buf[32];
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return (pid_t)strtol(buf, NULL, 10);
+}
+
+/* The N-th component of PATH from its end (1: the last). */
+static void path_component(const char *path, int n, char *out, size_t len)
+{
+	char tmp[PATH_MAX], *slash;
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	while (--n > 0 && (slash = strrchr(tmp, '/')))
+		*slash = '\0';
+	slash = strrchr(tmp, '/');
+	/* Longer than any engine's ids: no match rather than a prefix. */
+	if (snprintf(out, len, "%s", slash ? slash + 1 : tmp) >= (int)len)
+		out[0] = '\0';
+}
+
+/*
+ * A binary logger of containerd (as nerdctl's) has CONTAINER_ID and
+ * CONTAINER_NAMESPACE in its environment: the shim sets them. It is the
+ * container's worker unless it runs in the container itself.
+ */
+static pid_t find_logger(const char *ns, const char *id)
+{
+	/* Environments can be long; the shim's variables come last. */
+	static char buf[65536];
+	char want_id[160], want_ns[160], path[300];
+	bool has_id, has_ns;
+	struct dirent *de;
+	pid_t found = 0;
+	DIR *proc;
+	ssize_t n;
+	int fd;
+
+	snprintf(want_id, sizeof(want_id), "CONTAINER_ID=%s", id);
+	snprintf(want_ns, sizeof(want_ns), "CONTAINER_NAMESPACE=%s", ns);
+	proc = opendir("/proc");
+	if (!proc)
+		return 0;
+	while (!found && (de = readdir(proc))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/environ", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		has_id = has_ns = false;
+		for (char *e = buf; e < buf + n; e += strlen(e) + 1) {
+			has_id |= !strcmp(e, want_id);
+			has_ns |= !strcmp(e, want_ns);
+		}
+		if (has_id && has_ns)
+			found = (pid_t)strtol(de->d_name, NULL, 10);
+	}
+	closedir(proc);
+	return found;
+}
+
+/* Where the engines record a container's init process (and its worker). */
+static const struct {
+	const char *engine;
+	const char *pattern;	/* under the run directory */
+	const char *worker;	/* the worker's pid file, if any */
+	int id_depth;		/* the id's component from the end */
+} engines[] = {
+	/* containerd's shims (nerdctl, Docker's "moby" namespace) */
+	{ "containerd", "containerd/io.containerd.runtime.v2.task/*/*/init.pid",
+	  NULL, 2 },
+	/* Podman, as root: conmon writes both */
+	{ "podman", "containers/storage/*-containers/*/userdata/pidfile",
+	  "conmon.pid", 3 },
+};
+
+int bcg_for_each_container(bcg_container_fn fn, void *arg)
+{
+	char pattern[PATH_MAX], ns[128], wpath[PATH_MAX];
+	struct bcg_container c;
+	int ret = 0;
+
+	for (size_t e = 0; !ret && e < ARRAY_SIZE(engines); e++) {
+		glob_t gl;
+
+		snprintf(pattern, sizeof(pattern), "%s/%s", run_dir(),
+			 engines[e].pattern);
+		if (glob(pattern, 0, NULL, &gl))
+			continue;
+		for (size_t i = 0; !ret && i < gl.gl_pathc; i++) {
+			const char *file = gl.gl_pathv[i];
+
+			memset(&c, 0, sizeof(c));
+			snprintf(c.engine, sizeof(c.engine), "%s", engines[e].engine);
+			path_component(file, engines[e].id_depth, c.id, sizeof(c.id));
+			c.init_pid = read_pid_file(file);
+			if (c.init_pid <= 0)
+				continue;
+			if (engines[e].worker) {
+				snprintf(wpath, sizeof(wpath), "%.*s/%s",
+					 (int)(strrchr(file, '/') - file), file,
+					 engines[e].worker);
+				c.worker_pid = read_pid_file(wpath);
+			} else {
+				path_component(file, 3, ns, sizeof(ns));
+				c.worker_pid = find_logger(ns, c.id);
+			}
+			ret = fn(&c, arg);
+		}
+		globfree(&gl);
+	}
+	return ret;
+}
+
+struct match {
+	const char *want;
+	struct bcg_container found;
+	int count;
+	bool exact;
+};
+
+static int match_container(const struct bcg_container *c, void *arg)
+{
+	struct match *m = arg;
+
+	if (strncmp(c->id, m->want, strlen(m->want)))
+		return 0;
+	if (!strcmp(c->id, m->want)) {
+		m->found = *c;
+		m->count = 1;
+		m->exact = true;
+		return 1;
+	}
+	if (!m->exact) {
+		m->found = *c;
+		m->count++;
+	}
+	return 0;
+}
+
+int bcg_from_container(struct bcg *g, const char *id, struct bcg_container *c)
+{
+	struct match m = { .want = id };
+
+	if (!*id)
+		return -EINVAL;
+	bcg_for_each_container(match_container, &m);
+	if (!m.count)
+		return -BCG_ENOCONTAINER;
+	if (m.count > 1)
+		return -BCG_EAMBIGUOUS;
+	if (c)
+		*c = m.found;
+	return bcg_from_pid(g, m.found.init_pid);
+}
+
+static bool file_exists(const struct bcg *g, const char *name)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/%s", g->dir, name);
+	return access(path, F_OK) == 0;
+}
+
+int bcg_check(const struct bcg *g)
+{
+	if (!strcmp(g->path, "/"))
+		return -BCG_EROOT;
+	if (file_exists(g, BORROWING_FILE))
+		return 0;
+	if (cpu_v2 && !file_exists(g, "cpu.max"))
+		return -BCG_ENOCPU;
+	return -BCG_ENOFEATURE;
+}
+
+int bcg_charge(const struct bcg *g, unsigned long long usec, pid_t worker)
+{
+	char path[PATH_MAX + 64], buf[64];
+	int fd, len, ret = 0;
+
+	ret = bcg_check(g);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/%s", g->dir, BORROWING_FILE);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? bcg_check(g) ?: -ENOENT : -errno;
+	if (worker > 0)
+		len = snprintf(buf, sizeof(buf), "%llu %d", usec, (int)worker);
+	else
+		len = snprintf(buf, sizeof(buf), "%llu", usec);
+	if (write(fd, buf, len) != len)
+		ret = -errno;
+	close(fd);
+	/* The number was checked: a refused pair is a kernel without it. */
+	if (ret == -EINVAL && worker > 0)
+		ret = -BCG_EPIDFORM;
+	return ret;
+}
+
+/* A control file's value, whitespace trimmed: 0 or -errno. */
+static int read_value(const char *ctrl, const struct bcg *g, const char *name,
+		      char *buf, int len)
+{
+	void *handle = NULL;
+	int ret;
+
+	ret = cgroup_read_value_begin(ctrl, g->path, (char *)name, &handle,
+				      buf, len);
+	if (ret && ret != ECGEOF)
+		return lib_err(ret);
+	cgroup_read_value_end(&handle);
+	if (ret == ECGEOF)
+		buf[0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static long long number(const char *s)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	return v;
+}
+
+/* The cpu.stat keys, as v2 names them and v1 (in nanoseconds). */
+static const struct {
+	const char *v2, *v1;
+	size_t off;
+	bool ns;	/* v1 reports it in nanoseconds */
+} stat_keys[] = {
+#define K(v2, v1, field, ns) { v2, v1, offsetof(struct bcg_stat, field), ns }
+	K("usage_usec", NULL, usage_us, false),
+	K("nr_periods", "nr_periods", nr_periods, false),
+	K("nr_throttled", "nr_throttled", nr_throttled, false),
+	K("throttled_usec", "throttled_time", throttled_us, true),
+	K("nr_borrow_periods", "nr_borrow_periods", nr_borrow_periods, false),
+	K("borrowed_usec", "borrowed_time", borrowed_us, true),
+	K("borrow_deducted_usec", "borrow_deducted_time", deducted_us, true),
+	K("borrow_outstanding_usec", "borrow_outstanding_time", outstanding_us, true),
+	K("borrow_dropped_usec", "borrow_dropped_time", dropped_us, true),
+#undef K
+};
+
+int bcg_read(const struct bcg *g, struct bcg_stat *st)
+{
+	struct cgroup_stat cs;
+	void *handle = NULL;
+	char buf[256];
+	int ret;
+
+	memset(st, 0xff, sizeof(*st));	/* every field -1 */
+	ret = bcg_check(g);
+	if (ret)
+		return ret;
+	ret = read_value("cpu", g, BORROWING_FILE, buf, sizeof(buf));
+	if (ret)
+		return ret == -ENOENT ? bcg_check(g) ?: ret : ret;
+	st->owed_us = number(buf);
+
+	if (cpu_v2) {
+		if (!read_value("cpu", g, "cpu.max", buf, sizeof(buf))) {
+			char *sp = strchr(buf, ' ');
+
+			st->quota_us = strncmp(buf, "max", 3) ? number(buf) : -1;
+			st->period_us = sp ? number(sp + 1) : -1;
+		}
+	} else {
+		if (!read_value("cpu", g, "cpu.cfs_quota_us", buf, sizeof(buf)))
+			st->quota_us = number(buf);
+		if (!read_value("cpu", g, "cpu.cfs_period_us", buf, sizeof(buf)))
+			st->period_us = number(buf);
+		if (!read_value("cpuacct", g, "cpuacct.usage", buf, sizeof(buf)) &&
+		    number(buf) >= 0)
+			st->usage_us = number(buf) / 1000;
+	}
+
+	ret = cgroup_read_stats_begin("cpu", g->path, &handle, &cs);
+	while (!ret) {
+		for (size_t i = 0; i < ARRAY_SIZE(stat_keys); i++) {
+			const char *key = cpu_v2 ? stat_keys[i].v2 : stat_keys[i].v1;
+			long long v;
+
+			if (!key || strcmp(key, cs.name))
+				continue;
+			v = number(cs.value);
+			if (v >= 0 && !cpu_v2 && stat_keys[i].ns)
+				v /= 1000;
+			*(long long *)((char *)st + stat_keys[i].off) = v;
+		}
+		ret = cgroup_read_stats_next(&handle, &cs);
+	}
+	cgroup_read_stats_end(&handle);
+	return 0;
+}
+
+int bcg_parse_usec(const char *s, unsigned long long *usec)
+{
+	char *end;
+
+	/* Only digits: strtoull would take a sign, spaces and "0x". */
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return -EINVAL;
+	errno = 0;
+	*usec = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	return 0;
+}
+
+int bcg_parse_pid(const char *s, pid_t *pid)
+{
+	unsigned long long v;
+
+	if (bcg_parse_usec(s, &v) || v == 0 || v > INT_MAX)
+		return -EINVAL;
+	*pid = (pid_t)v;
+	return 0;
+}
+
+const char *bcg_strerror(int err)
+{
+	switch (-err) {
+	case BCG_ENOFEATURE:
+		return "this kernel has no " BORROWING_FILE
+		       " (it lacks the CFS bandwidth borrowing feature)";
+	case BCG_ENOCPU:
+		return "the cpu controller is not enabled for this group "
+		       "(see its parent's cgroup.subtree_control)";
+	case BCG_EROOT:
+		return "the root cgroup has no " BORROWING_FILE
+		       ": name a group below it";
+	case BCG_ENOLIB:
+		return "libcgroup finds no cpu controller hierarchy";
+	case BCG_ENOCONTAINER:
+		return "no container engine (containerd, Podman) runs such a container";
+	case BCG_EAMBIGUOUS:
+		return "the container id prefix matches several containers";
+	case BCG_EPIDFORM:
+		return "this kernel does not take a worker pid (\"USEC PID\"); "
+		       "charge without --worker-pid";
+	case EACCES:
+	case EPERM:
+		return "permission denied: charging needs CAP_SYS_ADMIN in the "
+		       "initial user namespace, from the initial cgroup and PID "
+		       "namespaces";
+	case EINVAL:
+		return "invalid value: the kernel takes a decimal number of microseconds";
+	case ERANGE:
+		return "value out of range";
+	case ESRCH:
+		return "no such process";
+	case ENOENT:
+		return "no such cgroup";
+	default:
+		return strerror(-err);
+	}
+}
+
+int bcg_exit_status(int err)
+{
+	switch (-err) {
+	case 0:
+		return 0;
+	case BCG_ENOFEATURE:
+		return EXIT_NOFEATURE;
+	case EACCES:
+	case EPERM:
+		return EXIT_NOPERM;
+	case EINVAL:
+	case ERANGE:
+	case BCG_EROOT:
+	case BCG_EAMBIGUOUS:
+	case BCG_EPIDFORM:
+		return EXIT_USAGE;
+	default:
+		return 1;
+	}
+}

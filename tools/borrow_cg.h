@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cpu.cfs.borrowing_us for the tools: finding a client's cgroup (by path,
+ * by pid, by container), charging it, and reading what it owes. Shared by
+ * cgborrow and borrowd.
+ */
+#ifndef BORROW_CG_H
+#define BORROW_CG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define BORROWING_FILE	"cpu.cfs.borrowing_us"
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* Exit statuses, documented in cgborrow(8) and borrowd(8). */
+enum {
+	EXIT_USAGE = 2,		/* bad arguments or a value the kernel refused */
+	EXIT_NOFEATURE = 3,	/* the kernel has no cpu.cfs.borrowing_us */
+	EXIT_NOPERM = 4,	/* not allowed to charge */
+};
+
+/*
+ * Errors beyond errno values, returned negated like them. They are above
+ * the errno range so that one int carries both.
+ */
+enum {
+	BCG_ENOFEATURE = 5000,	/* the group is there but the file is not */
+	BCG_ENOCPU,		/* v2: cpu controller not enabled for the group */
+	BCG_EROOT,		/* the root group cannot be charged */
+	BCG_ENOLIB,		/* libcgroup cannot find a cpu hierarchy */
+	BCG_ENOCONTAINER,	/* no engine knows the container */
+	BCG_EAMBIGUOUS,		/* the container id prefix matches several */
+	BCG_EPIDFORM,		/* the kernel takes no "USEC PID" form */
+};
+
+struct bcg {
+	char path[PATH_MAX];	/* in the cpu hierarchy, starting with '/' */
+	char dir[PATH_MAX];	/* the directory in the filesystem */
+};
+
+/* Which of the cgroup's numbers a kernel has: a field is -1 if absent. */
+struct bcg_stat {
+	long long owed_us;		/* cpu.cfs.borrowing_us */
+	long long quota_us;		/* -1 also means "max", no quota */
+	long long period_us;
+	long long usage_us;		/* the group's CPU time */
+	long long nr_periods;
+	long long nr_throttled;
+	long long throttled_us;
+	long long nr_borrow_periods;
+	long long borrowed_us;
+	long long deducted_us;
+	long long outstanding_us;
+	long long dropped_us;
+};
+
+/* One container an engine runs, and the process it logs through. */
+struct bcg_container {
+	char engine[16];	/* "containerd" or "podman" */
+	char id[128];
+	pid_t init_pid;		/* the container's first process */
+	pid_t worker_pid;	/* conmon, or a binary logger; 0 if none */
+};
+
+/* Sets up libcgroup and finds the cpu hierarchy: 0 or -error. */
+int bcg_init(void);
+/* The cpu hierarchy's mount point and whether it is cgroup v2. */
+const char *bcg_mount(void);
+bool bcg_is_v2(void);
+
+/* Fill G from a path in the hierarchy (or under its mount point). */
+int bcg_from_path(struct bcg *g, const char *arg);
+/* ... from the cpu cgroup of a process. */
+int bcg_from_pid(struct bcg *g, pid_t pid);
+/* ... from a container id (or a unique prefix), via its init process. */
+int bcg_from_container(struct bcg *g, const char *id, struct bcg_container *c);
+
+/*
+ * Calls FN for each container the engines' metadata lists (containerd's
+ * shims, Podman's conmon). Stops at and returns FN's first non-zero result.
+ */
+typedef int (*bcg_container_fn)(const struct bcg_container *c, void *arg);
+int bcg_for_each_container(bcg_container_fn fn, void *arg);
+
+/* The file exists and the cpu controller is on: 0 or -error. */
+int bcg_check(const struct bcg *g);
+/* Charge USEC (for WORKER if not 0): 0 or -error. */
+int bcg_charge(const struct bcg *g, unsigned long long usec, pid_t worker);
+/* Reads the group's numbers: 0 or -error (of the borrowing file). */
+int bcg_read(const struct bcg *g, struct bcg_stat *st);
+
+/* A decimal number of microseconds, nothing else: 0 or -EINVAL/-ERANGE. */
+int bcg_parse_usec(const char *s, unsigned long long *usec);
+/* A pid: 0 or -EINVAL. */
+int bcg_parse_pid(const char *s, pid_t *pid);
+
+/* A message for -error, and the exit status it calls for. */
+const char *bcg_strerror(int err);
+int bcg_exit_status(int err);
+
+#endif /* BORROW_CG_H */
