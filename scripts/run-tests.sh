@@ -27,10 +27,13 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      upstream tests have 1% timing tolerances that emulation misses, on
      either kernel, in one run out of three or so).
      The upstream results are listed; the comparison is what counts.
-  7. the tools (tools/): built with -Werror; cgborrow's argument errors on
-     the host; in the guest, on the patched kernel (v2 and v1): charges,
-     cpu.stat, cgset/cgget on the file, the kernel's errors and permissions;
-     on the stock kernel: the "kernel lacks the feature" error;
+  7. the tools (tools/): built with -Werror; cgborrow's and borrowd's
+     argument and config errors on the host; in the guest, on the patched
+     kernel (v2 and v1): cgborrow's charges, cpu.stat, cgset/cgget on the
+     file, the kernel's errors and permissions; borrowd charging a busy
+     worker's CPU time to its client (within 1 %), by hand and through
+     Podman's metadata; on the stock kernel: the "kernel lacks the
+     feature" error;
   8. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
      --quick, about 10 minutes), checked end to end: every planned cell
      measured, the charging modes applied, the report and plots written
@@ -194,10 +197,11 @@ log "tools: build, host tests"
 ensure_packages "${TOOLS_PACKAGES[@]}"
 tools_build | tee "$results/tools-build.tap"
 "$CFSB_ROOT/tools/tests/cgborrow.sh" host >"$results/tools-host.tap" 2>&1 || true
+"$CFSB_ROOT/tools/tests/borrowd.sh" host >"$results/tools-host-borrowd.tap" 2>&1 || true
 log "tools: patched kernel, cgroup v2 and v1; stock kernel"
 for cg in v2 v1; do
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup "$cg" -- \
-		tools/tests/run-in-guest.sh "$results/tools-patched-$cg" cgborrow || true
+		tools/tests/run-in-guest.sh "$results/tools-patched-$cg" cgborrow borrowd || true
 done
 "$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup v2 -- \
 	tools/tests/run-in-guest.sh "$results/tools-stock-v2" cgborrow-stock || true
@@ -218,6 +222,6 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/patched-v2/kunit.tap" "$results/patched-v2/borrowing.tap" \
 	"$results/patched-v1/kunit.tap" "$results/patched-v1/borrowing.tap" \
 	"$results/nerdctl-unit.tap" "$results"/containers-*.tap \
-	"$results/tools-build.tap" "$results/tools-host.tap" \
-	"$results/tools-patched-v2/cgborrow.tap" "$results/tools-patched-v1/cgborrow.tap" \
+	"$results/tools-build.tap" "$results/tools-host.tap" "$results/tools-host-borrowd.tap" \
+	"$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
 	"$results/tools-stock-v2/cgborrow-stock.tap" "$results/noisy_logging.tap"

@@ -1,0 +1,762 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * borrowd: charges the CPU time of worker processes to their clients'
+ * cpu.cfs.borrowing_us, without changing the workers.
+ *
+ * A BPF program on sched_switch (borrowd.bpf.c) adds up, per worker
+ * process, the time its threads ran. Every period the agent charges what
+ * each worker ran since the last charge to the worker's client group,
+ * naming the worker ("USEC PID") where the kernel takes it. Workers are
+ * named on the command line or in the config file, or found from the
+ * container engines' metadata: Podman's conmon and a containerd binary
+ * logger (an unpatched nerdctl's) work for one container each.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "borrow_cg.h"
+#include "borrowd.bpf.h"
+#include "borrowd.skel.h"
+
+#define DEFAULT_CONFIG	"/etc/borrowd.conf"
+
+enum { SRC_CONFIG, SRC_ENGINE };
+
+struct rule {
+	pid_t worker;		/* tgid */
+	char comm[16];
+	struct bcg client;
+	int source;
+	char container[128];	/* SRC_ENGINE: the container's id */
+	__u64 counted_ns;	/* worker CPU time covered by charges */
+	__u64 sum_ns;		/* the BPF sum, this round */
+	unsigned long long charged_us;
+	int last_err;		/* reported once until it changes */
+	bool seen;		/* in the last engine scan */
+};
+
+static struct {
+	const char *config;
+	long interval_ms, scan_ms;
+	bool engine_podman, engine_containerd;
+	bool pid_form;
+	bool verbose;
+	double duration;
+} opt = {
+	.interval_ms = 100, .scan_ms = 1000,
+	.engine_podman = true, .engine_containerd = true,
+	.pid_form = true,
+};
+
+static struct rule *rules;
+static int nr_rules, cap_rules;
+static struct borrowd_bpf *skel;
+static int nr_cpus;
+static volatile sig_atomic_t stop, dump;
+
+static void msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "borrowd: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: borrowd [--config FILE] [--worker PID:CGROUP]... [--engines LIST]\n"
+"               [--interval-ms MS] [--scan-ms MS] [--no-worker-pid]\n"
+"               [--duration SEC] [--verbose]\n"
+"\n"
+"Charges the CPU time of worker processes to their clients' cgroups\n"
+"(cpu.cfs.borrowing_us). A BPF program on sched_switch accounts each\n"
+"worker's CPU time; every interval the agent charges it.\n"
+"\n"
+"  --config FILE        read FILE (default " DEFAULT_CONFIG " if it exists);\n"
+"                       flags given after it override it\n"
+"  --worker PID:CGROUP  process PID works for CGROUP (a path in the cpu\n"
+"                       hierarchy); repeatable\n"
+"  --engines LIST       find workers in these engines' metadata, comma\n"
+"                       separated: podman (conmon), containerd (a binary\n"
+"                       logger such as an unpatched nerdctl's), or none\n"
+"                       (default: podman,containerd)\n"
+"  --interval-ms MS     charge every MS milliseconds (default 100, one CFS\n"
+"                       period)\n"
+"  --scan-ms MS         look for containers every MS ms (default 1000)\n"
+"  --no-worker-pid      charge \"USEC\" only, not \"USEC PID\" (the default\n"
+"                       falls back to it on kernels without the form)\n"
+"  --duration SEC       exit after SEC seconds (for tests)\n"
+"  --verbose            log every charge\n"
+"\n"
+"SIGTERM or SIGINT: charge what is left and exit; SIGUSR1: print totals.\n"
+"Exit status: 0 stopped, 1 error, 2 bad arguments or config, 3 the kernel\n"
+"lacks what borrowd needs.\n");
+}
+
+static struct rule *find_rule(pid_t worker)
+{
+	for (int i = 0; i < nr_rules; i++)
+		if (rules[i].worker == worker)
+			return &rules[i];
+	return NULL;
+}
+
+static void read_comm(pid_t pid, char *comm, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	comm[0] = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, comm, len - 1);
+	close(fd);
+	comm[n > 0 ? n : 0] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+}
+
+static int add_rule(pid_t worker, const struct bcg *client, int source,
+		    const char *container)
+{
+	struct worker zero = { 0 };
+	struct rule *r;
+	int ret;
+
+	if (find_rule(worker)) {
+		msg("worker %d already has a client: ignoring %s", (int)worker,
+		    client->path);
+		return 0;
+	}
+	if (nr_rules == cap_rules) {
+		cap_rules = cap_rules ? 2 * cap_rules : 16;
+		r = realloc(rules, cap_rules * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		rules = r;
+	}
+	ret = bpf_map_update_elem(bpf_map__fd(skel->maps.workers), &worker,
+				  &zero, BPF_NOEXIST);
+	if (ret)
+		return -errno;
+	r = &rules[nr_rules++];
+	memset(r, 0, sizeof(*r));
+	r->worker = worker;
+	r->client = *client;
+	r->source = source;
+	r->seen = true;
+	snprintf(r->container, sizeof(r->container), "%s", container ?: "");
+	read_comm(worker, r->comm, sizeof(r->comm));
+	msg("worker %d (%s) works for %s%s%s", (int)worker, r->comm,
+	    client->path, container ? ", container " : "", container ?: "");
+	return 0;
+}
+
+static void remove_rule(struct rule *r)
+{
+	bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &r->worker);
+	msg("worker %d (%s) for %s: gone, charged %llu us in all", (int)r->worker,
+	    r->comm, r->client.path, r->charged_us);
+	*r = rules[--nr_rules];
+}
+
+/* The tgid of a thread, or 0. */
+static pid_t tgid_of(__u32 tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strstr(buf, "\nTgid:");
+	return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
+}
+
+/*
+ * Per CPU, the process running there and for how long: a worker that runs
+ * alone on a CPU is switched out rarely, and its time would otherwise be
+ * charged only then. Read after the sums, so that a switch in between can
+ * only leave a run out for one round, never count it twice.
+ */
+struct in_progress {
+	pid_t tgid;
+	__u64 ns;
+};
+
+static void read_in_progress(struct in_progress *ip)
+{
+	struct cpu_run runs[MAX_CPUS];
+	struct timespec ts;
+	__u32 zero = 0;
+	__u64 now;
+
+	memset(ip, 0, nr_cpus * sizeof(*ip));
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.runs), &zero, runs))
+		return;
+	for (int c = 0; c < nr_cpus; c++) {
+		if (!runs[c].start || !runs[c].tid || runs[c].start > now)
+			continue;
+		ip[c].tgid = tgid_of(runs[c].tid);
+		ip[c].ns = now - runs[c].start;
+	}
+}
+
+static void report_error(struct rule *r, int err)
+{
+	if (err == r->last_err)
+		return;
+	r->last_err = err;
+	if (err)
+		msg("worker %d (%s): cannot charge %s: %s", (int)r->worker, r->comm,
+		    r->client.path, bcg_strerror(err));
+}
+
+/* Charge what R's worker ran since its last charge. */
+static int charge_rule(struct rule *r, __u64 total_ns)
+{
+	unsigned long long usec;
+	int ret;
+
+	if (total_ns <= r->counted_ns)
+		return 0;
+	usec = (total_ns - r->counted_ns) / 1000;
+	if (!usec)
+		return 0;
+	ret = bcg_charge(&r->client, usec, opt.pid_form ? r->worker : 0);
+	if (ret == -BCG_EPIDFORM) {
+		msg("the kernel takes no \"USEC PID\": charging \"USEC\"");
+		opt.pid_form = false;
+		ret = bcg_charge(&r->client, usec, 0);
+	}
+	report_error(r, ret);
+	if (ret)
+		return ret;
+	/* Sub-microsecond remainders stay for the next charge. */
+	r->counted_ns += usec * 1000;
+	r->charged_us += usec;
+	if (opt.verbose)
+		msg("charged %llu us to %s for worker %d", usec, r->client.path,
+		    (int)r->worker);
+	return 0;
+}
+
+static void charge_all(void)
+{
+	int fd = bpf_map__fd(skel->maps.workers);
+	struct in_progress ip[MAX_CPUS];
+	struct worker w;
+
+	/* The sums first, then what runs now: see read_in_progress(). */
+	for (int i = 0; i < nr_rules; i++)
+		rules[i].sum_ns = bpf_map_lookup_elem(fd, &rules[i].worker, &w) ?
+				  0 : w.ns;
+	read_in_progress(ip);
+	for (int i = 0; i < nr_rules; i++) {
+		struct rule *r = &rules[i];
+		__u64 total = r->sum_ns;
+
+		for (int c = 0; c < nr_cpus; c++)
+			if (ip[c].tgid == r->worker)
+				total += ip[c].ns;
+		charge_rule(r, total);
+	}
+	/* Workers that exited: their last run is in the sums by now. */
+	for (int i = 0; i < nr_rules; i++) {
+		if (!kill(rules[i].worker, 0) || errno != ESRCH)
+			continue;
+		if (!bpf_map_lookup_elem(fd, &rules[i].worker, &w))
+			charge_rule(&rules[i], w.ns);
+		remove_rule(&rules[i]);
+		i--;
+	}
+}
+
+/*
+ * Our own nerdctl series makes its logger charge for itself: a worker whose
+ * executable names the file is left alone, or it would be charged twice.
+ */
+static bool charges_itself(pid_t pid)
+{
+	static struct { dev_t dev; ino_t ino; bool yes; } cache[16];
+	static int nr_cache;
+	char path[64];
+	struct stat st;
+	bool yes = false;
+	void *map;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) || !st.st_size) {
+		close(fd);
+		return false;
+	}
+	for (int i = 0; i < nr_cache; i++) {
+		if (cache[i].dev == st.st_dev && cache[i].ino == st.st_ino) {
+			close(fd);
+			return cache[i].yes;
+		}
+	}
+	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map != MAP_FAILED) {
+		yes = memmem(map, st.st_size, BORROWING_FILE,
+			     strlen(BORROWING_FILE)) != NULL;
+		munmap(map, st.st_size);
+	}
+	cache[nr_cache % 16].dev = st.st_dev;
+	cache[nr_cache % 16].ino = st.st_ino;
+	cache[nr_cache % 16].yes = yes;
+	nr_cache++;
+	return yes;
+}
+
+static int scan_container(const struct bcg_container *c, void *arg)
+{
+	static pid_t told[64];
+	static int nr_told;
+	struct rule *r;
+	struct bcg g;
+
+	if (c->worker_pid <= 0)
+		return 0;
+	if (!strcmp(c->engine, "podman") ? !opt.engine_podman : !opt.engine_containerd)
+		return 0;
+	r = find_rule(c->worker_pid);
+	if (r) {
+		r->seen = true;
+		return 0;
+	}
+	if (charges_itself(c->worker_pid)) {
+		bool known = false;
+
+		for (int i = 0; i < nr_told && i < 64; i++)
+			known |= told[i] == c->worker_pid;
+		if (!known) {
+			msg("worker %d of container %.12s charges for itself: left alone",
+			    (int)c->worker_pid, c->id);
+			told[nr_told++ % 64] = c->worker_pid;
+		}
+		return 0;
+	}
+	if (bcg_from_pid(&g, c->init_pid))
+		return 0;	/* the container is going away */
+	add_rule(c->worker_pid, &g, SRC_ENGINE, c->id);
+	return 0;
+}
+
+static void scan_engines(void)
+{
+	if (!opt.engine_podman && !opt.engine_containerd)
+		return;
+	for (int i = 0; i < nr_rules; i++)
+		if (rules[i].source == SRC_ENGINE)
+			rules[i].seen = false;
+	bcg_for_each_container(scan_container, NULL);
+	/* A container that is gone leaves its worker's last charges. */
+	for (int i = 0; i < nr_rules; i++) {
+		if (rules[i].source != SRC_ENGINE || rules[i].seen)
+			continue;
+		remove_rule(&rules[i]);
+		i--;
+	}
+}
+
+static void print_totals(void)
+{
+	for (int i = 0; i < nr_rules; i++)
+		msg("worker %d (%s) -> %s: charged %llu us", (int)rules[i].worker,
+		    rules[i].comm, rules[i].client.path, rules[i].charged_us);
+}
+
+/* Settings, from the config file or the command line. */
+struct pending_worker {
+	pid_t pid;
+	char cgroup[PATH_MAX];
+};
+
+static struct pending_worker *pending;
+static int nr_pending;
+
+static int set_worker(const char *val)
+{
+	const char *colon = strchr(val, ':');
+	char pidstr[32];
+	struct pending_worker *p;
+
+	if (!colon || colon == val || (size_t)(colon - val) >= sizeof(pidstr) ||
+	    !colon[1])
+		return -EINVAL;
+	p = realloc(pending, (nr_pending + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	pending = p;
+	snprintf(pidstr, sizeof(pidstr), "%.*s", (int)(colon - val), val);
+	if (bcg_parse_pid(pidstr, &pending[nr_pending].pid))
+		return -EINVAL;
+	snprintf(pending[nr_pending].cgroup, PATH_MAX, "%s", colon + 1);
+	nr_pending++;
+	return 0;
+}
+
+static int set_engines(const char *val)
+{
+	char buf[128], *tok, *save = NULL;
+
+	if (snprintf(buf, sizeof(buf), "%s", val) >= (int)sizeof(buf))
+		return -EINVAL;
+	opt.engine_podman = opt.engine_containerd = false;
+	for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		if (!strcmp(tok, "podman"))
+			opt.engine_podman = true;
+		else if (!strcmp(tok, "containerd"))
+			opt.engine_containerd = true;
+		else if (strcmp(tok, "none"))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_ms(const char *val, long *ms)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(val, &end, 10);
+	if (errno || *end || end == val || v < 1 || v > 60000)
+		return -EINVAL;
+	*ms = v;
+	return 0;
+}
+
+static int set_bool(const char *val, bool *b)
+{
+	if (!strcmp(val, "yes") || !strcmp(val, "true") || !strcmp(val, "1"))
+		*b = true;
+	else if (!strcmp(val, "no") || !strcmp(val, "false") || !strcmp(val, "0"))
+		*b = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* One setting, KEY as the config file names it: 0 or -EINVAL. */
+static int set(const char *key, const char *val)
+{
+	if (!strcmp(key, "worker"))
+		return set_worker(val);
+	if (!strcmp(key, "engines"))
+		return set_engines(val);
+	if (!strcmp(key, "interval_ms"))
+		return set_ms(val, &opt.interval_ms);
+	if (!strcmp(key, "scan_ms"))
+		return set_ms(val, &opt.scan_ms);
+	if (!strcmp(key, "worker_pid"))
+		return set_bool(val, &opt.pid_form);
+	if (!strcmp(key, "verbose"))
+		return set_bool(val, &opt.verbose);
+	return -ENOENT;
+}
+
+/*
+ * The config file: "key = value" lines, '#' comments; the keys are the long
+ * options' names with '_' for '-' (worker = PID:CGROUP, engines = LIST,
+ * interval_ms, scan_ms, worker_pid = yes|no, verbose = yes|no).
+ */
+static int read_config(const char *path, bool must_exist)
+{
+	char line[PATH_MAX + 64], *key, *val, *end;
+	int lineno = 0, ret;
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f) {
+		if (!must_exist && errno == ENOENT)
+			return 0;
+		msg("%s: %s", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		line[strcspn(line, "#\n")] = '\0';
+		key = line + strspn(line, " \t");
+		if (!*key)
+			continue;
+		val = strchr(key, '=');
+		if (!val) {
+			msg("%s:%d: not \"key = value\"", path, lineno);
+			fclose(f);
+			return EXIT_USAGE;
+		}
+		for (end = val; end > key && strchr(" \t=", end[-1]); end--)
+			;
+		*end = '\0';
+		val++;
+		val += strspn(val, " \t");
+		for (end = val + strlen(val); end > val && strchr(" \t", end[-1]); end--)
+			;
+		*end = '\0';
+		ret = set(key, val);
+		if (ret) {
+			msg("%s:%d: %s '%s'", path, lineno,
+			    ret == -ENOENT ? "unknown key" : "invalid value for", key);
+			fclose(f);
+			return EXIT_USAGE;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "worker", required_argument, NULL, 'w' },
+	{ "engines", required_argument, NULL, 'e' },
+	{ "interval-ms", required_argument, NULL, 'i' },
+	{ "scan-ms", required_argument, NULL, 's' },
+	{ "no-worker-pid", no_argument, NULL, 'P' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int parse_args(int argc, char **argv)
+{
+	const char *key = NULL;
+	bool config_given = false;
+	char *end;
+	int c, ret;
+
+	/* The config file first, whatever the order: flags override it. */
+	for (int i = 1; i < argc - 1; i++)
+		if (!strcmp(argv[i], "--config"))
+			opt.config = argv[i + 1];
+	for (int i = 1; i < argc; i++)
+		if (!strncmp(argv[i], "--config=", 9))
+			opt.config = argv[i] + 9;
+	config_given = opt.config != NULL;
+	ret = read_config(opt.config ?: DEFAULT_CONFIG, config_given);
+	if (ret)
+		return ret;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			continue;
+		case 'w':
+			key = "worker";
+			break;
+		case 'e':
+			key = "engines";
+			break;
+		case 'i':
+			key = "interval_ms";
+			break;
+		case 's':
+			key = "scan_ms";
+			break;
+		case 'P':
+			opt.pid_form = false;
+			continue;
+		case 'v':
+			opt.verbose = true;
+			continue;
+		case 'd':
+			opt.duration = strtod(optarg, &end);
+			if (*end || end == optarg || !(opt.duration > 0))
+				goto bad;
+			continue;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case ':':
+			msg("option '%s' needs an argument", argv[optind - 1]);
+			return EXIT_USAGE;
+		default:
+			msg("invalid option '%s'", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+		if (set(key, optarg))
+			goto bad;
+	}
+	if (optind < argc) {
+		msg("unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	return 0;
+bad:
+	for (const struct option *o = long_opts; o->name; o++)
+		if (o->val == c)
+			msg("invalid value '%s' for --%s", optarg, o->name);
+	return EXIT_USAGE;
+}
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		dump = 1;
+	else
+		stop = 1;
+}
+
+/*
+ * A task that runs on a CPU since before the program was attached has no
+ * start time there until it is switched out. Visiting every CPU switches
+ * each one once, so that the runs in progress are counted from now on.
+ */
+static void visit_cpus(void)
+{
+	cpu_set_t all, one;
+
+	if (sched_getaffinity(0, sizeof(all), &all))
+		return;
+	for (int c = 0; c < nr_cpus && c < CPU_SETSIZE; c++) {
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		if (!sched_setaffinity(0, sizeof(one), &one))
+			usleep(1000);
+	}
+	sched_setaffinity(0, sizeof(all), &all);
+}
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && !opt.verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	double start, next_scan = 0;
+	int ret;
+
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		usage(stdout);
+		return 0;
+	}
+	ret = parse_args(argc, argv);
+	if (ret)
+		return ret;
+	ret = bcg_init();
+	if (ret) {
+		msg("%s", bcg_strerror(ret));
+		return 1;
+	}
+	/* The workers' clients must exist now; their files are checked too. */
+	for (int i = 0; i < nr_pending; i++) {
+		struct bcg g;
+
+		ret = bcg_from_path(&g, pending[i].cgroup);
+		if (!ret)
+			ret = bcg_check(&g);
+		if (ret) {
+			msg("%s: %s", pending[i].cgroup, bcg_strerror(ret));
+			return bcg_exit_status(ret) == 1 ? 1 : bcg_exit_status(ret);
+		}
+	}
+
+	libbpf_set_print(libbpf_log);
+	nr_cpus = libbpf_num_possible_cpus();
+	if (nr_cpus <= 0 || nr_cpus > MAX_CPUS) {
+		msg("unsupported number of CPUs: %d", nr_cpus);
+		return 1;
+	}
+	skel = borrowd_bpf__open_and_load();
+	if (!skel) {
+		msg("cannot load the BPF program: %s (needs root and a kernel with "
+		    "BPF_SYSCALL and tracepoints)", strerror(errno));
+		return errno == EPERM ? EXIT_NOPERM : EXIT_NOFEATURE;
+	}
+	ret = borrowd_bpf__attach(skel);
+	if (ret) {
+		msg("cannot attach to sched_switch: %s (is tracefs mounted?)",
+		    strerror(-ret));
+		borrowd_bpf__destroy(skel);
+		return EXIT_NOFEATURE;
+	}
+	for (int i = 0; i < nr_pending; i++) {
+		struct bcg g;
+
+		bcg_from_path(&g, pending[i].cgroup);
+		ret = add_rule(pending[i].pid, &g, SRC_CONFIG, NULL);
+		if (ret)
+			msg("worker %d: %s", (int)pending[i].pid, strerror(-ret));
+	}
+	visit_cpus();
+
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	start = now_s();
+	msg("ready: charging every %ld ms (engines:%s%s)", opt.interval_ms,
+	    opt.engine_podman ? " podman" : "",
+	    opt.engine_containerd ? " containerd" : "");
+
+	while (!stop) {
+		double now = now_s();
+
+		if (now >= next_scan) {
+			scan_engines();
+			next_scan = now + opt.scan_ms / 1000.0;
+		}
+		charge_all();
+		if (dump) {
+			dump = 0;
+			print_totals();
+		}
+		if (opt.duration && now - start >= opt.duration)
+			break;
+		usleep(opt.interval_ms * 1000);
+	}
+	charge_all();
+	print_totals();
+	borrowd_bpf__destroy(skel);
+	return 0;
+}
