@@ -4,6 +4,13 @@
  * ran is added to its process's entry in the workers map, if the agent put
  * one there. The agent reads the sums and charges them to the clients.
  *
+ * Shared daemons (dockerd, containerd's CRI plugin copy every container's
+ * logs) have the thread rule: a thread's CPU time between two reads goes
+ * to the client whose pipe or FIFO it read last. The agent maps the
+ * daemon's file descriptors to clients; at each read of a daemon thread the
+ * time it ran since it was switched in or last read goes to its current
+ * client, and the file read names the next one.
+ *
  * It needs no BTF of the kernel (the project's guest kernel has none): the
  * sched_switch tracepoint's record layout has not changed since 4.x, and
  * the outgoing task is the current one, whose tgid a helper gives.
@@ -30,6 +37,38 @@ struct {
 	__type(value, struct cpu_run);
 } runs SEC(".maps");
 
+/* Shared daemons: tgid -> 1. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_WORKERS);
+	__type(key, __u32);
+	__type(value, __u32);
+} daemons SEC(".maps");
+
+/* A daemon's file descriptor -> the client whose output it carries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_FDS);
+	__type(key, struct fd_key);
+	__type(value, __u32);
+} fd_clients SEC(".maps");
+
+/* A daemon thread -> the client it works for now (0: none). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, __u32);
+} thread_clients SEC(".maps");
+
+/* Per client id: the daemon CPU time spent for it, in ns. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_CLIENTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} client_ns SEC(".maps");
+
 /* The sched_switch record (include/trace/events/sched.h). */
 struct sched_switch_args {
 	__u64 common;			/* type, flags, preempt count, pid */
@@ -42,11 +81,25 @@ struct sched_switch_args {
 	__s32 next_prio;
 };
 
+/* A daemon thread ran from START to NOW: add it to its current client. */
+static void daemon_time(__u32 tid, __u64 start, __u64 now)
+{
+	__u32 *client;
+	__u64 *ns;
+
+	client = bpf_map_lookup_elem(&thread_clients, &tid);
+	if (!client || !*client)
+		return;
+	ns = bpf_map_lookup_elem(&client_ns, client);
+	if (ns)
+		__sync_fetch_and_add(ns, now - start);
+}
+
 SEC("tracepoint/sched/sched_switch")
 int borrowd_switch(struct sched_switch_args *ctx)
 {
-	__u32 zero = 0, tgid = bpf_get_current_pid_tgid() >> 32;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	__u32 zero = 0, tgid = id >> 32;
 	struct cpu_run *run;
 	struct worker *w;
 
@@ -58,8 +111,42 @@ int borrowd_switch(struct sched_switch_args *ctx)
 		w = bpf_map_lookup_elem(&workers, &tgid);
 		if (w)
 			__sync_fetch_and_add(&w->ns, now - run->start);
+		else if (bpf_map_lookup_elem(&daemons, &tgid))
+			daemon_time((__u32)id, run->start, now);
 	}
 	run->start = now;
 	run->tid = ctx->next_pid;
+	return 0;
+}
+
+/* The syscalls' enter record (kernel/trace/trace_syscalls.c). */
+struct sys_enter_args {
+	__u64 common;
+	__s32 nr;
+	__u32 pad;
+	__u64 args[6];
+};
+
+SEC("tracepoint/syscalls/sys_enter_read")
+int borrowd_read(struct sys_enter_args *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now;
+	__u32 zero = 0, tid = (__u32)id, client = 0, *c;
+	struct fd_key key = { .tgid = id >> 32, .fd = (__u32)ctx->args[0] };
+	struct cpu_run *run;
+
+	if (!bpf_map_lookup_elem(&daemons, &key.tgid))
+		return 0;
+	c = bpf_map_lookup_elem(&fd_clients, &key);
+	if (c)
+		client = *c;
+	/* The time up to this read is the previous client's. */
+	run = bpf_map_lookup_elem(&runs, &zero);
+	if (run && run->start) {
+		now = bpf_ktime_get_ns();
+		daemon_time(tid, run->start, now);
+		run->start = now;
+	}
+	bpf_map_update_elem(&thread_clients, &tid, &client, BPF_ANY);
 	return 0;
 }

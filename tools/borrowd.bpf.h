@@ -5,6 +5,10 @@
 
 #define MAX_WORKERS	4096
 #define MAX_CPUS	256
+/* Clients of shared daemons (the thread rule): ids 1 .. MAX_CLIENTS - 1. */
+#define MAX_CLIENTS	4096
+#define MAX_FDS		65536
+#define MAX_THREADS	65536
 
 /* A worker process (by tgid): the CPU time its threads ran, in ns. */
 struct worker {
@@ -16,6 +20,12 @@ struct cpu_run {
 	__u64 start;	/* bpf_ktime_get_ns() at the switch, 0: unknown */
 	__u32 tid;	/* the task switched to */
 	__u32 pad;
+};
+
+/* A shared daemon's file descriptor that a client's output comes from. */
+struct fd_key {
+	__u32 tgid;
+	__u32 fd;
 };
 
 #endif /* BORROWD_BPF_H */

@@ -12,6 +12,7 @@
  * logger (an unpatched nerdctl's) work for one container each.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -85,8 +86,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: borrowd [--config FILE] [--worker PID:CGROUP]... [--engines LIST]\n"
-"               [--interval-ms MS] [--scan-ms MS] [--no-worker-pid]\n"
-"               [--duration SEC] [--verbose]\n"
+"               [--daemon PID|NAME]... [--interval-ms MS] [--scan-ms MS]\n"
+"               [--no-worker-pid] [--duration SEC] [--verbose]\n"
 "\n"
 "Charges the CPU time of worker processes to their clients' cgroups\n"
 "(cpu.cfs.borrowing_us). A BPF program on sched_switch accounts each\n"
@@ -100,6 +101,10 @@ static void usage(FILE *f)
 "                       separated: podman (conmon), containerd (a binary\n"
 "                       logger such as an unpatched nerdctl's), or none\n"
 "                       (default: podman,containerd)\n"
+"  --daemon PID|NAME    a shared daemon (dockerd, containerd with CRI): each\n"
+"                       of its threads' CPU time between two reads goes to\n"
+"                       the container whose pipe or FIFO it read last;\n"
+"                       by pid or by process name; repeatable\n"
 "  --interval-ms MS     charge every MS milliseconds (default 100, one CFS\n"
 "                       period)\n"
 "  --scan-ms MS         look for containers every MS ms (default 1000)\n"
@@ -396,11 +401,301 @@ static void scan_engines(void)
 	}
 }
 
+/*
+ * The thread rule, for shared daemons: every scan maps each daemon's file
+ * descriptors that name a container (its FIFOs or pipes, whose paths carry
+ * the container's id: dockerd's /run/docker/containerd/ID/init-stdout,
+ * containerd CRI's .../containers/ID/io/N/ID-stdout) to the container's
+ * group; the BPF program charges each daemon thread's time between reads
+ * to the client it last read from.
+ */
+struct daemon {
+	pid_t pid;
+	char comm[16];
+	bool seen;
+};
+
+struct client {
+	__u32 id;		/* its slot in client_ns */
+	pid_t daemon;
+	char container[128];
+	struct bcg g;
+	__u64 counted_ns;
+	unsigned long long charged_us;
+	int last_err;
+	bool seen;
+};
+
+#define MAX_DAEMON_NAMES	8
+
+static char daemon_names[MAX_DAEMON_NAMES][16];
+static int nr_daemon_names;
+static pid_t daemon_pids[MAX_DAEMON_NAMES];
+static int nr_daemon_pids;
+static struct daemon daemons[MAX_DAEMON_NAMES * 4];
+static int nr_daemons;
+static struct client *clients;
+static int nr_clients, cap_clients;
+static struct fd_key *fds;	/* what fd_clients holds */
+static int nr_fds, cap_fds;
+static struct bcg_container *containers;
+static int nr_containers, cap_containers;
+
+static int grow(void **arr, int *cap, int need, size_t size)
+{
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	p = realloc(*arr, (size_t)(need * 2) * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = need * 2;
+	return 0;
+}
+
+static void daemon_seen(pid_t pid)
+{
+	__u32 one = 1;
+
+	for (int i = 0; i < nr_daemons; i++) {
+		if (daemons[i].pid == pid) {
+			daemons[i].seen = true;
+			return;
+		}
+	}
+	if (nr_daemons == (int)ARRAY_SIZE(daemons) || find_rule(pid))
+		return;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.daemons), &pid, &one, BPF_ANY))
+		return;
+	daemons[nr_daemons].pid = pid;
+	daemons[nr_daemons].seen = true;
+	read_comm(pid, daemons[nr_daemons].comm, sizeof(daemons[0].comm));
+	msg("shared daemon %d (%s): charging its threads by what they read",
+	    (int)pid, daemons[nr_daemons].comm);
+	nr_daemons++;
+}
+
+/* The daemons named by pid, and the processes with a daemon's name. */
+static void find_daemons(void)
+{
+	char comm[16];
+	struct dirent *de;
+	DIR *proc;
+	int n = 0;
+
+	for (int i = 0; i < nr_daemons; i++)
+		daemons[i].seen = false;
+	for (int i = 0; i < nr_daemon_pids; i++)
+		if (!kill(daemon_pids[i], 0) || errno != ESRCH)
+			daemon_seen(daemon_pids[i]);
+	if (nr_daemon_names && (proc = opendir("/proc"))) {
+		while ((de = readdir(proc))) {
+			pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
+
+			if (pid <= 0)
+				continue;
+			read_comm(pid, comm, sizeof(comm));
+			for (int i = 0; i < nr_daemon_names; i++)
+				if (!strcmp(comm, daemon_names[i]))
+					daemon_seen(pid);
+		}
+		closedir(proc);
+	}
+	for (int i = 0; i < nr_daemons; i++) {
+		if (daemons[i].seen) {
+			daemons[n++] = daemons[i];
+			continue;
+		}
+		bpf_map_delete_elem(bpf_map__fd(skel->maps.daemons), &daemons[i].pid);
+		msg("shared daemon %d (%s): gone", (int)daemons[i].pid, daemons[i].comm);
+	}
+	nr_daemons = n;
+}
+
+static int collect_container(const struct bcg_container *c, void *arg)
+{
+	if (grow((void **)&containers, &cap_containers, nr_containers + 1,
+		 sizeof(*containers)))
+		return -ENOMEM;
+	containers[nr_containers++] = *c;
+	return 0;
+}
+
+/* The client of DAEMON for a container, made if new: NULL if none left. */
+static struct client *daemon_client(pid_t daemon, const struct bcg_container *c)
+{
+	static __u32 next_id = 1;
+	__u64 zero = 0;
+	struct client *cl;
+	struct bcg g;
+	__u32 id;
+
+	for (int i = 0; i < nr_clients; i++)
+		if (clients[i].daemon == daemon && !strcmp(clients[i].container, c->id))
+			return &clients[i];
+	if (bcg_from_pid(&g, c->init_pid) || nr_clients >= MAX_CLIENTS - 1)
+		return NULL;
+	/* The lowest id that no client holds. */
+	for (id = next_id;; id = id % (MAX_CLIENTS - 1) + 1) {
+		bool used = false;
+
+		for (int i = 0; i < nr_clients && !used; i++)
+			used = clients[i].id == id;
+		if (!used)
+			break;
+	}
+	next_id = id % (MAX_CLIENTS - 1) + 1;
+	if (grow((void **)&clients, &cap_clients, nr_clients + 1, sizeof(*clients)))
+		return NULL;
+	bpf_map_update_elem(bpf_map__fd(skel->maps.client_ns), &id, &zero, BPF_ANY);
+	cl = &clients[nr_clients++];
+	memset(cl, 0, sizeof(*cl));
+	cl->id = id;
+	cl->daemon = daemon;
+	cl->g = g;
+	snprintf(cl->container, sizeof(cl->container), "%s", c->id);
+	msg("shared daemon %d: reads for container %.12s go to %s", (int)daemon,
+	    c->id, g.path);
+	return cl;
+}
+
+static void charge_client(struct client *cl, __u64 total_ns)
+{
+	unsigned long long usec;
+	int ret;
+
+	if (total_ns <= cl->counted_ns)
+		return;
+	usec = (total_ns - cl->counted_ns) / 1000;
+	if (!usec)
+		return;
+	ret = bcg_charge(&cl->g, usec, opt.pid_form ? cl->daemon : 0);
+	if (ret == -BCG_EPIDFORM) {
+		msg("the kernel takes no \"USEC PID\": charging \"USEC\"");
+		opt.pid_form = false;
+		ret = bcg_charge(&cl->g, usec, 0);
+	}
+	if (ret != cl->last_err && ret)
+		msg("daemon %d: cannot charge %s: %s", (int)cl->daemon, cl->g.path,
+		    bcg_strerror(ret));
+	cl->last_err = ret;
+	if (ret)
+		return;
+	cl->counted_ns += usec * 1000;
+	cl->charged_us += usec;
+	if (opt.verbose)
+		msg("charged %llu us to %s for daemon %d", usec, cl->g.path,
+		    (int)cl->daemon);
+}
+
+static void charge_clients(void)
+{
+	int fd = bpf_map__fd(skel->maps.client_ns);
+	__u64 ns;
+
+	for (int i = 0; i < nr_clients; i++)
+		if (!bpf_map_lookup_elem(fd, &clients[i].id, &ns))
+			charge_client(&clients[i], ns);
+}
+
+static void scan_daemon_fds(void)
+{
+	int map = bpf_map__fd(skel->maps.fd_clients), nr_new = 0, n = 0;
+	static struct fd_key *new;
+	static int cap_new;
+	char path[64], target[PATH_MAX];
+	struct dirent *de;
+	ssize_t len;
+	DIR *dir;
+
+	nr_containers = 0;
+	bcg_for_each_container(collect_container, NULL);
+	for (int i = 0; i < nr_clients; i++)
+		clients[i].seen = false;
+	for (int d = 0; d < nr_daemons; d++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)daemons[d].pid);
+		dir = opendir(path);
+		if (!dir)
+			continue;
+		while ((de = readdir(dir))) {
+			struct client *cl = NULL;
+
+			if (de->d_name[0] < '0' || de->d_name[0] > '9')
+				continue;
+			len = readlinkat(dirfd(dir), de->d_name, target, sizeof(target) - 1);
+			if (len <= 0)
+				continue;
+			target[len] = '\0';
+			for (int c = 0; c < nr_containers && !cl; c++)
+				if (strlen(containers[c].id) >= 12 &&
+				    strstr(target, containers[c].id))
+					cl = daemon_client(daemons[d].pid, &containers[c]);
+			if (!cl)
+				continue;
+			cl->seen = true;
+			if (grow((void **)&new, &cap_new, nr_new + 1, sizeof(*new)))
+				break;
+			new[nr_new].tgid = daemons[d].pid;
+			new[nr_new].fd = (__u32)strtoul(de->d_name, NULL, 10);
+			bpf_map_update_elem(map, &new[nr_new], &cl->id, BPF_ANY);
+			nr_new++;
+		}
+		closedir(dir);
+	}
+	/* Descriptors closed since the last scan. */
+	for (int i = 0; i < nr_fds; i++) {
+		bool still = false;
+
+		for (int j = 0; j < nr_new && !still; j++)
+			still = fds[i].tgid == new[j].tgid && fds[i].fd == new[j].fd;
+		if (!still)
+			bpf_map_delete_elem(map, &fds[i]);
+	}
+	if (!grow((void **)&fds, &cap_fds, nr_new, sizeof(*fds))) {
+		memcpy(fds, new, nr_new * sizeof(*fds));
+		nr_fds = nr_new;
+	}
+	/* A client whose daemon reads nothing for it any more: last charge. */
+	charge_clients();
+	for (int i = 0; i < nr_clients; i++) {
+		if (clients[i].seen)
+			clients[n++] = clients[i];
+		else
+			msg("shared daemon %d: container %.12s gone, charged %llu us in all",
+			    (int)clients[i].daemon, clients[i].container,
+			    clients[i].charged_us);
+	}
+	nr_clients = n;
+}
+
+static int add_daemon(const char *val)
+{
+	pid_t pid;
+
+	if (!bcg_parse_pid(val, &pid)) {
+		if (nr_daemon_pids == MAX_DAEMON_NAMES)
+			return -EINVAL;
+		daemon_pids[nr_daemon_pids++] = pid;
+		return 0;
+	}
+	if (!*val || strlen(val) >= sizeof(daemon_names[0]) ||
+	    nr_daemon_names == MAX_DAEMON_NAMES || strchr(val, '/'))
+		return -EINVAL;
+	snprintf(daemon_names[nr_daemon_names++], sizeof(daemon_names[0]), "%s", val);
+	return 0;
+}
+
 static void print_totals(void)
 {
 	for (int i = 0; i < nr_rules; i++)
 		msg("worker %d (%s) -> %s: charged %llu us", (int)rules[i].worker,
 		    rules[i].comm, rules[i].client.path, rules[i].charged_us);
+	for (int i = 0; i < nr_clients; i++)
+		msg("daemon %d, container %.12s -> %s: charged %llu us",
+		    (int)clients[i].daemon, clients[i].container, clients[i].g.path,
+		    clients[i].charged_us);
 }
 
 /* Settings, from the config file or the command line. */
@@ -490,6 +785,8 @@ static int set(const char *key, const char *val)
 		return set_bool(val, &opt.pid_form);
 	if (!strcmp(key, "verbose"))
 		return set_bool(val, &opt.verbose);
+	if (!strcmp(key, "daemon"))
+		return add_daemon(val);
 	return -ENOENT;
 }
 
@@ -552,6 +849,7 @@ static const struct option long_opts[] = {
 	{ "no-worker-pid", no_argument, NULL, 'P' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "daemon", required_argument, NULL, 'D' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -576,7 +874,7 @@ static int parse_args(int argc, char **argv)
 		return ret;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			continue;
@@ -591,6 +889,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 's':
 			key = "scan_ms";
+			break;
+		case 'D':
+			key = "daemon";
 			break;
 		case 'P':
 			opt.pid_form = false;
@@ -714,12 +1015,26 @@ int main(int argc, char **argv)
 		    "BPF_SYSCALL and tracepoints)", strerror(errno));
 		return errno == EPERM ? EXIT_NOPERM : EXIT_NOFEATURE;
 	}
-	ret = borrowd_bpf__attach(skel);
+	skel->links.borrowd_switch = bpf_program__attach(skel->progs.borrowd_switch);
+	ret = libbpf_get_error(skel->links.borrowd_switch);
 	if (ret) {
+		skel->links.borrowd_switch = NULL;
 		msg("cannot attach to sched_switch: %s (is tracefs mounted?)",
 		    strerror(-ret));
 		borrowd_bpf__destroy(skel);
 		return EXIT_NOFEATURE;
+	}
+	/* Reads matter for shared daemons only (and need syscall tracepoints). */
+	if (nr_daemon_pids || nr_daemon_names) {
+		skel->links.borrowd_read = bpf_program__attach(skel->progs.borrowd_read);
+		ret = libbpf_get_error(skel->links.borrowd_read);
+		if (ret) {
+			skel->links.borrowd_read = NULL;
+			msg("cannot attach to syscalls:sys_enter_read: %s (needs "
+			    "CONFIG_FTRACE_SYSCALLS)", strerror(-ret));
+			borrowd_bpf__destroy(skel);
+			return EXIT_NOFEATURE;
+		}
 	}
 	for (int i = 0; i < nr_pending; i++) {
 		struct bcg g;
@@ -744,9 +1059,12 @@ int main(int argc, char **argv)
 
 		if (now >= next_scan) {
 			scan_engines();
+			find_daemons();
+			scan_daemon_fds();
 			next_scan = now + opt.scan_ms / 1000.0;
 		}
 		charge_all();
+		charge_clients();
 		if (dump) {
 			dump = 0;
 			print_totals();
@@ -756,6 +1074,7 @@ int main(int argc, char **argv)
 		usleep(opt.interval_ms * 1000);
 	}
 	charge_all();
+	charge_clients();
 	print_totals();
 	borrowd_bpf__destroy(skel);
 	return 0;

@@ -10,7 +10,10 @@
 #                      group with a quota; what the client is charged tracks
 #                      the worker's CPU time (the kernel's own count,
 #                      /proc/PID/schedstat); the same worker found through
-#                      a container engine's metadata (Podman's conmon.pid)
+#                      a container engine's metadata (Podman's conmon.pid);
+#                      the thread rule: a shared daemon reading two
+#                      clients' FIFOs, its CPU split as its own account of
+#                      it says (within 10 %; measured: -3.0 to +0.2 %)
 #
 # Expects the tools built (make -C tools) in .build/tools.
 set -uo pipefail
@@ -20,9 +23,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${BORROWD:-$root/.build/tools/borrowd}
 [[ -x $bin ]] || { echo "Bail out! $bin is not built (make -C tools)"; exit 1; }
 # How far the charged time may be from the worker's CPU time, in percent.
-# Measured (QEMU TCG, 2 vCPUs, 3 s of a busy loop, v1 and v2, 5 runs):
-# -0.001 to +0.044 %. 1 % is 20 times that, and still fails a round of
-# 100 ms lost or counted twice (3 % of the window).
+# Measured (QEMU TCG, 2 vCPUs, 3 s of a busy loop, v1 and v2, 9 runs on
+# two kernels): -0.038 to +0.135 %. 1 % is 7 times that, and still fails
+# a round of 100 ms lost or counted twice (3 % of the window).
 tolerance_pct=${BORROWD_TOLERANCE_PCT:-1}
 
 n=0 failed=0
@@ -64,7 +67,8 @@ host_tests() {
 	check "a line without '=': exit 2" '[[ $rc -eq 2 ]]'
 	local a
 	for a in "--interval-ms 0" "--interval-ms x" "--scan-ms -1" "--engines docker" \
-		"--worker 0:/x" "--worker abc" "--worker 1:" "--duration 0" "--bogus" "extra"; do
+		"--worker 0:/x" "--worker abc" "--worker 1:" "--duration 0" "--bogus" "extra" \
+		"--daemon a/b" "--daemon waytoolongprocessname"; do
 		# shellcheck disable=SC2086 # split on purpose
 		run $a
 		check "borrowd $a: exit 2" '[[ $rc -eq 2 ]]'
@@ -90,12 +94,16 @@ make_group() {
 		echo "$2" >"$dir/cpu.cfs_quota_us"
 	fi
 }
-# charged GROUP: what the group was charged, accepted or dropped (us).
+# charged GROUP: all that the group was charged (us). A kernel that counts
+# what is outstanding counts every charge as borrowed, the dropped part
+# too (borrowed = deducted + outstanding + dropped); the first series
+# counted the dropped part apart.
 charged() {
 	"$root/.build/tools/cgborrow" show --json "$1" | python3 -c '
 import json, sys
 g = json.load(sys.stdin)[0]
-print(g["borrowed_usec"] + g["borrow_dropped_usec"])'
+both = g["borrow_outstanding_usec"] is None
+print(g["borrowed_usec"] + (g["borrow_dropped_usec"] if both else 0))'
 }
 # runtime PID: the process's CPU time as the scheduler counts it (ns).
 runtime() { cut -d' ' -f1 "/proc/$1/schedstat"; }
@@ -152,7 +160,7 @@ guest_tests() {
 	cpu_us=$(((r1 - r0) / 1000))
 	got_us=$((c1 - c0))
 	diff_pct=$(python3 -c "print(f'{100 * ($got_us - $cpu_us) / max($cpu_us, 1):+.3f}')")
-	info "worker CPU ${cpu_us} us, client charged ${got_us} us (accepted + dropped), ${diff_pct} %"
+	info "worker CPU ${cpu_us} us, client charged ${got_us} us, ${diff_pct} %"
 	check "the worker ran (a busy loop, 3 s)" '[[ $cpu_us -gt 1000000 ]]'
 	check "the client is charged the worker's CPU time within ${tolerance_pct} %" \
 		'python3 -c "import sys; sys.exit(abs($diff_pct) > $tolerance_pct)"'
@@ -186,6 +194,108 @@ guest_tests() {
 	check "a container that is gone drops its rule" '[[ $rc -eq 0 ]]'
 	kill -TERM "$bpid"
 	wait "$bpid"
+	thread_rule_tests
+}
+
+# A shared daemon for the thread rule: one thread reads two clients' FIFOs
+# and spends 3 ms of CPU per read from the first, 1 ms from the second. It
+# keeps its own account by the rule's definition (its thread CPU time from
+# one read to the next goes to the client of the first) and prints it, in
+# us, when it gets SIGTERM.
+daemon_py='
+import json, os, select, signal, sys, time
+names = sys.argv[1::2]
+fds = {os.open(p, os.O_RDONLY | os.O_NONBLOCK): n for n, p in zip(names, sys.argv[2::2])}
+cost = {names[0]: 0.003, names[1]: 0.001}
+spent = dict.fromkeys(names, 0.0)
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+cur, last = None, time.thread_time()
+while not stop:
+    try:
+        ready = select.select(list(fds), [], [], 0.2)[0]
+    except InterruptedError:
+        continue
+    for fd in ready:
+        now = time.thread_time()
+        if cur:
+            spent[cur] += now - last
+        last = now
+        cur = fds[fd]
+        if not os.read(fd, 65536):
+            continue
+        end = time.thread_time() + cost[cur]
+        while time.thread_time() < end:
+            pass
+now = time.thread_time()
+if cur:
+    spent[cur] += now - last
+print(json.dumps({n: int(v * 1e6) for n, v in spent.items()}))
+'
+
+thread_rule_tests() {
+	local ida=aaaaaaaaaaaa0001 idb=bbbbbbbbbbbb0002 g w dpid bpid task=$tmp/run/containerd/io.containerd.runtime.v2.task/default
+	local -A before=() after=() writer=()
+	mkdir -p "$tmp/fifo"
+	for g in $ida $idb; do
+		make_group "cgbd-$g" 50000
+		mkfifo "$tmp/fifo/$g-stdout"
+	done
+	python3 -c "$daemon_py" a "$tmp/fifo/$ida-stdout" b "$tmp/fifo/$idb-stdout" >"$tmp/daemon.out" &
+	dpid=$!
+	pids+=("$dpid")
+	echo "$dpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
+	# The clients: a line every 10 ms each (a timed read on a FIFO of
+	# their own, not a sleep process per line), from their own groups, as
+	# containers whose init is the writer (containerd's layout). They start
+	# when borrowd has found the daemon's FIFOs.
+	for g in $ida $idb; do
+		mkfifo "$tmp/tick-$g"
+		bash -c 'echo $BASHPID >"$1/cgroup.procs"; exec 9<>"$3" >"$2"
+			while [[ ! -e $4 ]]; do read -r -t 0.05 -u 9; done
+			while :; do echo line; read -r -t 0.01 -u 9; done' \
+			_ "$(cpu_root)/cgbd-$g" "$tmp/fifo/$g-stdout" "$tmp/tick-$g" "$tmp/go" &
+		writer[$g]=$!
+		pids+=("$!")
+		mkdir -p "$task/$g"
+		echo "$!" >"$task/$g/init.pid"
+	done
+	CGBORROW_RUNDIR=$tmp/run "$bin" --engines none --daemon "$dpid" --scan-ms 200 \
+		>"$tmp/borrowd3.log" 2>&1 &
+	bpid=$!
+	pids+=("$bpid")
+	wait_for "$tmp/borrowd3.log" "container bbbbbbbbbbbb go" && wait_for "$tmp/borrowd3.log" "container aaaaaaaaaaaa go" &&
+		rc=0 || rc=1
+	out=$(cat "$tmp/borrowd3.log")
+	check "--daemon: the daemon's FIFOs map to the containers' groups" '[[ $rc -eq 0 ]]'
+	for g in $ida $idb; do before[$g]=$(charged "cgbd-$g"); done
+	local r0 r1
+	r0=$(runtime "$dpid")
+	touch "$tmp/go"
+	sleep 3
+	kill -STOP "${writer[$ida]}" "${writer[$idb]}"
+	# The daemon reads what is left and waits in select().
+	sleep 0.5
+	r1=$(runtime "$dpid")
+	kill -TERM "$bpid"
+	wait "$bpid"
+	for g in $ida $idb; do after[$g]=$(charged "cgbd-$g"); done
+	kill -TERM "$dpid"
+	kill -CONT "${writer[$ida]}" "${writer[$idb]}"
+	wait "$dpid"
+	out=$(cat "$tmp/daemon.out")
+	local ca=$((after[$ida] - before[$ida])) cb=$((after[$idb] - before[$idb])) cpu=$(((r1 - r0) / 1000))
+	info "thread rule: daemon CPU ${cpu} us; charged a ${ca} us, b ${cb} us; the daemon's own account: $out"
+	check "the client read from most is charged most (3 ms vs 1 ms per read)" '[[ $ca -gt $((2 * cb)) && $cb -gt 0 ]]'
+	local share
+	share=$(python3 -c "print(f'{100 * ($ca + $cb) / max($cpu, 1):.1f}')")
+	info "thread rule: ${share} % of the daemon's CPU charged to the clients"
+	check "most of the daemon's CPU is charged to its clients" 'python3 -c "import sys; sys.exit(not 80 <= $share <= 101)"'
+	local dev
+	dev=$(python3 -c "import json; d = json.loads('$out'); print(' '.join(f'{100 * (c / max(d[k], 1) - 1):+.1f}' for k, c in (('a', $ca), ('b', $cb))))")
+	info "thread rule: charged vs the daemon's own account, a and b: ${dev} %"
+	check "each client is charged the daemon's own account of it, within 10 %" \
+		'python3 -c "import sys; sys.exit(any(abs(float(x)) > 10 for x in \"$dev\".split()))"'
 }
 
 echo "TAP version 13"
