@@ -204,7 +204,7 @@ for cg in v2 v1; do
 		tools/tests/run-in-guest.sh "$results/tools-patched-$cg" cgborrow borrowd || true
 done
 "$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup v2 -- \
-	tools/tests/run-in-guest.sh "$results/tools-stock-v2" cgborrow-stock || true
+	tools/tests/run-in-guest.sh "$results/tools-stock-v2" cgborrow-stock borrowd-stock || true
 
 # --- 8. the noisy-logging study, quick tier: the pipeline end to end ------
 log "experiments/noisy_logging.sh --quick"
@@ -224,4 +224,4 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/nerdctl-unit.tap" "$results"/containers-*.tap \
 	"$results/tools-build.tap" "$results/tools-host.tap" "$results/tools-host-borrowd.tap" \
 	"$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
-	"$results/tools-stock-v2/cgborrow-stock.tap" "$results/noisy_logging.tap"
+	"$results"/tools-stock-v2/{cgborrow,borrowd}-stock.tap "$results/noisy_logging.tap"

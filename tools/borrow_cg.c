@@ -483,6 +483,41 @@ int bcg_read(const struct bcg *g, struct bcg_stat *st)
 	return 0;
 }
 
+/* A small file's first line, by plain reads: the agent reads it often. */
+static int read_small(const struct bcg *g, const char *name, char *buf, size_t len)
+{
+	char path[PATH_MAX + 64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", g->dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+int bcg_owed(const struct bcg *g, long long *owed_us, long long *quota_us)
+{
+	char buf[64];
+	int ret;
+
+	ret = read_small(g, BORROWING_FILE, buf, sizeof(buf));
+	if (ret)
+		return ret;
+	*owed_us = number(buf);
+	ret = read_small(g, cpu_v2 ? "cpu.max" : "cpu.cfs_quota_us", buf, sizeof(buf));
+	if (ret)
+		return ret;
+	*quota_us = strncmp(buf, "max", 3) ? number(buf) : -1;
+	return 0;
+}
+
 int bcg_parse_usec(const char *s, unsigned long long *usec)
 {
 	char *end;

@@ -90,6 +90,8 @@ int bcg_check(const struct bcg *g);
 int bcg_charge(const struct bcg *g, unsigned long long usec, pid_t worker);
 /* Reads the group's numbers: 0 or -error (of the borrowing file). */
 int bcg_read(const struct bcg *g, struct bcg_stat *st);
+/* Just what it owes and its quota per period (-1: none), in us. */
+int bcg_owed(const struct bcg *g, long long *owed_us, long long *quota_us);
 
 /* A decimal number of microseconds, nothing else: 0 or -EINVAL/-ERANGE. */
 int bcg_parse_usec(const char *s, unsigned long long *usec);

@@ -50,6 +50,8 @@ struct rule {
 	unsigned long long charged_us;
 	int last_err;		/* reported once until it changes */
 	bool seen;		/* in the last engine scan */
+	bool stopped;		/* paced: SIGSTOPped by us */
+	unsigned long rounds, paused;
 };
 
 static struct {
@@ -58,6 +60,7 @@ static struct {
 	bool engine_podman, engine_containerd;
 	bool pid_form;
 	bool verbose;
+	bool pace;
 	double duration;
 } opt = {
 	.interval_ms = 100, .scan_ms = 1000,
@@ -87,7 +90,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: borrowd [--config FILE] [--worker PID:CGROUP]... [--engines LIST]\n"
 "               [--daemon PID|NAME]... [--interval-ms MS] [--scan-ms MS]\n"
-"               [--no-worker-pid] [--duration SEC] [--verbose]\n"
+"               [--pace] [--no-worker-pid] [--duration SEC] [--verbose]\n"
 "\n"
 "Charges the CPU time of worker processes to their clients' cgroups\n"
 "(cpu.cfs.borrowing_us). A BPF program on sched_switch accounts each\n"
@@ -105,6 +108,9 @@ static void usage(FILE *f)
 "                       of its threads' CPU time between two reads goes to\n"
 "                       the container whose pipe or FIFO it read last;\n"
 "                       by pid or by process name; repeatable\n"
+"  --pace               stop a worker (SIGSTOP) while its client owes more\n"
+"                       than one period's quota, so that it works no faster\n"
+"                       than the client pays (the process rule only)\n"
 "  --interval-ms MS     charge every MS milliseconds (default 100, one CFS\n"
 "                       period)\n"
 "  --scan-ms MS         look for containers every MS ms (default 1000)\n"
@@ -179,8 +185,38 @@ static int add_rule(pid_t worker, const struct bcg *client, int source,
 	return 0;
 }
 
+/*
+ * Pacing: an unchanged worker cannot be made to wait for its client, so a
+ * flooding client can make it work more than the client's quota pays for.
+ * While the client owes more than one period's quota, the worker is
+ * stopped (SIGSTOP); the client's periods pay the debt down meanwhile, and
+ * its output waits in the pipe, as with any slow worker.
+ */
+static void pace(struct rule *r)
+{
+	long long owed, quota;
+	bool stop_it;
+
+	if (!opt.pace || bcg_owed(&r->client, &owed, &quota) || quota <= 0)
+		return;
+	stop_it = owed > quota;
+	r->rounds++;
+	r->paused += stop_it;
+	if (stop_it == r->stopped)
+		return;
+	if (!kill(r->worker, stop_it ? SIGSTOP : SIGCONT))
+		r->stopped = stop_it;
+}
+
+static void unpace(struct rule *r)
+{
+	if (r->stopped && !kill(r->worker, SIGCONT))
+		r->stopped = false;
+}
+
 static void remove_rule(struct rule *r)
 {
+	unpace(r);
 	bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &r->worker);
 	msg("worker %d (%s) for %s: gone, charged %llu us in all", (int)r->worker,
 	    r->comm, r->client.path, r->charged_us);
@@ -296,6 +332,7 @@ static void charge_all(void)
 			if (ip[c].tgid == r->worker)
 				total += ip[c].ns;
 		charge_rule(r, total);
+		pace(r);
 	}
 	/* Workers that exited: their last run is in the sums by now. */
 	for (int i = 0; i < nr_rules; i++) {
@@ -687,11 +724,20 @@ static int add_daemon(const char *val)
 	return 0;
 }
 
+static const char *pace_note(const struct rule *r)
+{
+	static char buf[64];
+
+	snprintf(buf, sizeof(buf), ", paused %lu of %lu rounds", r->paused, r->rounds);
+	return buf;
+}
+
 static void print_totals(void)
 {
 	for (int i = 0; i < nr_rules; i++)
-		msg("worker %d (%s) -> %s: charged %llu us", (int)rules[i].worker,
-		    rules[i].comm, rules[i].client.path, rules[i].charged_us);
+		msg("worker %d (%s) -> %s: charged %llu us%s", (int)rules[i].worker,
+		    rules[i].comm, rules[i].client.path, rules[i].charged_us,
+		    opt.pace ? pace_note(&rules[i]) : "");
 	for (int i = 0; i < nr_clients; i++)
 		msg("daemon %d, container %.12s -> %s: charged %llu us",
 		    (int)clients[i].daemon, clients[i].container, clients[i].g.path,
@@ -785,6 +831,8 @@ static int set(const char *key, const char *val)
 		return set_bool(val, &opt.pid_form);
 	if (!strcmp(key, "verbose"))
 		return set_bool(val, &opt.verbose);
+	if (!strcmp(key, "pace"))
+		return set_bool(val, &opt.pace);
 	if (!strcmp(key, "daemon"))
 		return add_daemon(val);
 	return -ENOENT;
@@ -850,6 +898,7 @@ static const struct option long_opts[] = {
 	{ "duration", required_argument, NULL, 'd' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "daemon", required_argument, NULL, 'D' },
+	{ "pace", no_argument, NULL, 'p' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -874,7 +923,7 @@ static int parse_args(int argc, char **argv)
 		return ret;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:p", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			continue;
@@ -898,6 +947,9 @@ static int parse_args(int argc, char **argv)
 			continue;
 		case 'v':
 			opt.verbose = true;
+			continue;
+		case 'p':
+			opt.pace = true;
 			continue;
 		case 'd':
 			opt.duration = strtod(optarg, &end);
@@ -1075,6 +1127,8 @@ int main(int argc, char **argv)
 	}
 	charge_all();
 	charge_clients();
+	for (int i = 0; i < nr_rules; i++)
+		unpace(&rules[i]);
 	print_totals();
 	borrowd_bpf__destroy(skel);
 	return 0;

@@ -13,12 +13,14 @@
 #                      a container engine's metadata (Podman's conmon.pid);
 #                      the thread rule: a shared daemon reading two
 #                      clients' FIFOs, its CPU split as its own account of
-#                      it says (within 10 %; measured: -3.0 to +0.2 %)
+#                      it says (within 10 %; measured: -3.0 to +0.2 %);
+#                      --pace holds a busy worker to its client's quota
+#   borrowd.sh stock   in the guest on the stock kernel: exit 3
 #
 # Expects the tools built (make -C tools) in .build/tools.
 set -uo pipefail
 
-mode=${1:?usage: borrowd.sh host|guest}
+mode=${1:?usage: borrowd.sh host|guest|stock}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${BORROWD:-$root/.build/tools/borrowd}
 [[ -x $bin ]] || { echo "Bail out! $bin is not built (make -C tools)"; exit 1; }
@@ -195,6 +197,7 @@ guest_tests() {
 	kill -TERM "$bpid"
 	wait "$bpid"
 	thread_rule_tests
+	pace_tests
 }
 
 # A shared daemon for the thread rule: one thread reads two clients' FIFOs
@@ -298,10 +301,46 @@ thread_rule_tests() {
 		'python3 -c "import sys; sys.exit(any(abs(float(x)) > 10 for x in \"$dev\".split()))"'
 }
 
+# --pace: a busy worker charged to a client with a quota of 50 % of a CPU
+# is held to about that share of a CPU.
+pace_tests() {
+	local wpid bpid r0 r1 t0 t1 share
+	make_group cgbd-paced 50000
+	bash -c 'while :; do :; done' &
+	wpid=$!
+	pids+=("$wpid")
+	echo "$wpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
+	"$bin" --engines none --pace --worker "$wpid:/cgbd-paced" >"$tmp/borrowd4.log" 2>&1 &
+	bpid=$!
+	pids+=("$bpid")
+	wait_for "$tmp/borrowd4.log" "ready"
+	r0=$(runtime "$wpid") t0=$(date +%s%N)
+	sleep 3
+	r1=$(runtime "$wpid") t1=$(date +%s%N)
+	kill -TERM "$bpid"
+	wait "$bpid"
+	rc=$?
+	out=$(cat "$tmp/borrowd4.log")
+	kill "$wpid"
+	share=$(((r1 - r0) * 1000 / (t1 - t0)))
+	info "--pace: the worker had $((share / 10)).$((share % 10)) % of a CPU (client quota 50 %); ${out##*charged }"
+	check "--pace: the worker gets about its client's quota (35 to 65 % of a CPU)" \
+		'[[ $rc -eq 0 && $share -ge 350 && $share -le 650 ]]'
+	out=$(grep "State" "/proc/$wpid/status" 2>/dev/null)
+	check "--pace: borrowd leaves no worker stopped when it exits" '[[ $out != *stopped* ]]'
+}
+
+stock_tests() {
+	make_group cgbd-stock 50000
+	run --engines none --worker "$$:/cgbd-stock"
+	check "on the stock kernel: exit 3, the kernel lacks the feature" '[[ $rc -eq 3 && $out == *"has no cpu.cfs.borrowing_us"* ]]'
+}
+
 echo "TAP version 13"
 case $mode in
 host) host_tests ;;
 guest) guest_tests ;;
+stock) stock_tests ;;
 *) echo "Bail out! unknown mode $mode"; exit 2 ;;
 esac
 echo "1..$n"

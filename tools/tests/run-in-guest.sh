@@ -2,8 +2,8 @@
 # Runs the tools' test suites inside the guest (scripts/vm-run.sh), one
 # boot for all of them, and keeps each suite's TAP output in RESULTS_DIR.
 #   run-in-guest.sh RESULTS_DIR SUITE...
-# Suites: cgborrow and borrowd (on the patched kernel), cgborrow-stock
-# (the stock kernel's "lacks the feature" errors).
+# Suites: cgborrow and borrowd (on the patched kernel), cgborrow-stock and
+# borrowd-stock (the stock kernel's "lacks the feature" errors).
 set -uo pipefail
 
 results=${1:?usage: run-in-guest.sh RESULTS_DIR SUITE...}
@@ -25,6 +25,7 @@ for suite in "$@"; do
 	cgborrow) run_suite cgborrow "$here/cgborrow.sh" guest || status=1 ;;
 	cgborrow-stock) run_suite cgborrow-stock "$here/cgborrow.sh" stock || status=1 ;;
 	borrowd) run_suite borrowd "$here/borrowd.sh" guest || status=1 ;;
+	borrowd-stock) run_suite borrowd-stock "$here/borrowd.sh" stock || status=1 ;;
 	*) echo "unknown suite $suite" >&2; status=2 ;;
 	esac
 done
