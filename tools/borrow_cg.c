@@ -249,13 +249,17 @@ static const struct {
 	const char *pattern;	/* under the run directory */
 	const char *worker;	/* the worker's pid file, if any */
 	int id_depth;		/* the id's component from the end */
+	bool logger;		/* a binary logger may work for it */
 } engines[] = {
-	/* containerd's shims (nerdctl, Docker's "moby" namespace) */
+	/* containerd's shims (nerdctl; Docker with the system's containerd) */
 	{ "containerd", "containerd/io.containerd.runtime.v2.task/*/*/init.pid",
-	  NULL, 2 },
+	  NULL, 2, true },
+	/* Docker with the containerd it starts itself */
+	{ "docker", "docker/containerd/daemon/io.containerd.runtime.v2.task/*/*/init.pid",
+	  NULL, 2, false },
 	/* Podman, as root: conmon writes both */
 	{ "podman", "containers/storage/*-containers/*/userdata/pidfile",
-	  "conmon.pid", 3 },
+	  "conmon.pid", 3, false },
 };
 
 int bcg_for_each_container(bcg_container_fn fn, void *arg)
@@ -285,7 +289,7 @@ int bcg_for_each_container(bcg_container_fn fn, void *arg)
 					 (int)(strrchr(file, '/') - file), file,
 					 engines[e].worker);
 				c.worker_pid = read_pid_file(wpath);
-			} else {
+			} else if (engines[e].logger) {
 				path_component(file, 3, ns, sizeof(ns));
 				c.worker_pid = find_logger(ns, c.id);
 			}
@@ -557,7 +561,7 @@ const char *bcg_strerror(int err)
 	case BCG_ENOLIB:
 		return "libcgroup finds no cpu controller hierarchy";
 	case BCG_ENOCONTAINER:
-		return "no container engine (containerd, Podman) runs such a container";
+		return "no container engine (containerd, Docker, Podman) runs such a container";
 	case BCG_EAMBIGUOUS:
 		return "the container id prefix matches several containers";
 	case BCG_EPIDFORM:

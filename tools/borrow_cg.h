@@ -58,7 +58,7 @@ struct bcg_stat {
 
 /* One container an engine runs, and the process it logs through. */
 struct bcg_container {
-	char engine[16];	/* "containerd" or "podman" */
+	char engine[16];	/* "containerd", "docker" or "podman" */
 	char id[128];
 	pid_t init_pid;		/* the container's first process */
 	pid_t worker_pid;	/* conmon, or a binary logger; 0 if none */

@@ -6,10 +6,11 @@
  *
  * Shared daemons (dockerd, containerd's CRI plugin copy every container's
  * logs) have the thread rule: a thread's CPU time between two reads goes
- * to the client whose pipe or FIFO it read last. The agent maps the
- * daemon's file descriptors to clients; at each read of a daemon thread the
- * time it ran since it was switched in or last read goes to its current
- * client, and the file read names the next one.
+ * to the client whose pipe or FIFO it read last (or whose log file it
+ * wrote last). The agent maps the
+ * daemon's file descriptors to clients; at each read of a client's file by
+ * a daemon thread, the time the thread ran since it was switched in or
+ * last read one goes to its current client, and the file names the next.
  *
  * It needs no BTF of the kernel (the project's guest kernel has none): the
  * sched_switch tracepoint's record layout has not changed since 4.x, and
@@ -127,20 +128,26 @@ struct sys_enter_args {
 	__u64 args[6];
 };
 
-SEC("tracepoint/syscalls/sys_enter_read")
-int borrowd_read(struct sys_enter_args *ctx)
+/* A daemon thread reads or writes FD: if it is a client's, work for it. */
+static int daemon_io(__u32 fd)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now;
-	__u32 zero = 0, tid = (__u32)id, client = 0, *c;
-	struct fd_key key = { .tgid = id >> 32, .fd = (__u32)ctx->args[0] };
+	__u32 zero = 0, tid = (__u32)id, client, *c;
+	struct fd_key key = { .tgid = id >> 32, .fd = fd };
 	struct cpu_run *run;
 
 	if (!bpf_map_lookup_elem(&daemons, &key.tgid))
 		return 0;
+	/*
+	 * Only a client's file moves the thread: a Go daemon's threads read
+	 * other files all the time (the netpoller's eventfd on each wakeup),
+	 * and these would otherwise leave the work that follows to nobody.
+	 */
 	c = bpf_map_lookup_elem(&fd_clients, &key);
-	if (c)
-		client = *c;
-	/* The time up to this read is the previous client's. */
+	if (!c)
+		return 0;
+	client = *c;
+	/* The time up to this call is the previous client's. */
 	run = bpf_map_lookup_elem(&runs, &zero);
 	if (run && run->start) {
 		now = bpf_ktime_get_ns();
@@ -149,4 +156,21 @@ int borrowd_read(struct sys_enter_args *ctx)
 	}
 	bpf_map_update_elem(&thread_clients, &tid, &client, BPF_ANY);
 	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_read")
+int borrowd_read(struct sys_enter_args *ctx)
+{
+	return daemon_io((__u32)ctx->args[0]);
+}
+
+/*
+ * Writes too: a Go daemon's goroutine that read a client's FIFO goes on to
+ * write its log file (whose path names the container as well), often on
+ * another thread, as the runtime hands goroutines over at slow syscalls.
+ */
+SEC("tracepoint/syscalls/sys_enter_write")
+int borrowd_write(struct sys_enter_args *ctx)
+{
+	return daemon_io((__u32)ctx->args[0]);
 }

@@ -1080,9 +1080,15 @@ int main(int argc, char **argv)
 	if (nr_daemon_pids || nr_daemon_names) {
 		skel->links.borrowd_read = bpf_program__attach(skel->progs.borrowd_read);
 		ret = libbpf_get_error(skel->links.borrowd_read);
+		if (!ret) {
+			skel->links.borrowd_write =
+				bpf_program__attach(skel->progs.borrowd_write);
+			ret = libbpf_get_error(skel->links.borrowd_write);
+		}
 		if (ret) {
 			skel->links.borrowd_read = NULL;
-			msg("cannot attach to syscalls:sys_enter_read: %s (needs "
+			skel->links.borrowd_write = NULL;
+			msg("cannot attach to syscalls:sys_enter_read/write: %s (needs "
 			    "CONFIG_FTRACE_SYSCALLS)", strerror(-ret));
 			borrowd_bpf__destroy(skel);
 			return EXIT_NOFEATURE;

@@ -51,7 +51,9 @@ trap cleanup EXIT
 fake_engines() {
 	local task=$tmp/containerd/io.containerd.runtime.v2.task/default
 	local pod=$tmp/containers/storage/overlay-containers
-	mkdir -p "$task/aaaa1111" "$task/aaaa2222" "$pod/bbbb3333/userdata"
+	local moby=$tmp/docker/containerd/daemon/io.containerd.runtime.v2.task/moby
+	mkdir -p "$task/aaaa1111" "$task/aaaa2222" "$pod/bbbb3333/userdata" "$moby/eeee6666"
+	echo "$1" >"$moby/eeee6666/init.pid"
 	echo "$1" >"$task/aaaa1111/init.pid"
 	echo "$1" >"$task/aaaa2222/init.pid"
 	echo "$1" >"$pod/bbbb3333/userdata/pidfile"
@@ -114,6 +116,8 @@ host_tests() {
 	check "a containerd container by prefix: its init's group" '[[ $out == "cgborrow: container aaaa1 ($cg)"* ]]'
 	run show --container bbbb3333
 	check "a Podman container: its init's group" '[[ $out == "cgborrow: container bbbb3333 ($cg)"* ]]'
+	run show --container eeee
+	check "a Docker container (dockerd's own containerd): its init's group" '[[ $out == "cgborrow: container eeee ($cg)"* ]]'
 	unset CGBORROW_RUNDIR
 	if command -v man >/dev/null; then
 		out=$(MANWIDTH=80 man --warnings -l "$root/tools/cgborrow.8" 2>&1 >/dev/null) && rc=0 || rc=$?

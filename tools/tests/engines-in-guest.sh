@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# borrowd with unchanged container engines, in the guest (scripts/vm-run.sh
+# on the patched kernel), measured as the study measures the patched
+# nerdctl: a container runs `yes` under a quota of 50 ms per 100 ms, its
+# output copied by the engine's worker on the same CPU; over a window of
+# SECONDS, the worker's CPU (A), what is charged to the container (B) and
+# the container's own CPU (C), as shares of one CPU; and a neighbour on that
+# CPU, sysbench in a container of its own, its events/s against sysbench
+# alone.
+#
+#   engines-in-guest.sh [--seconds N] ENGINE...
+#
+# Engines: podman (conmon, one per container: borrowd's process rule,
+# found from Podman's metadata), nerdctl (unpatched 1.7.7, its logging
+# process per container: the process rule, found by its CONTAINER_ID),
+# docker (dockerd copies every container's output itself: the thread rule,
+# --daemon dockerd). Modes: off (no borrowd), borrowd, borrowd --pace (not
+# for docker: a shared daemon cannot be paused for one client).
+set -uo pipefail
+
+secs=10
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--seconds) secs=$2; shift 2 ;;
+	-h | --help) sed -n '2,20p' "$0" | cut -c3-; exit 0 ;;
+	-*) echo "unknown option $1" >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+[[ $# -gt 0 ]] || set -- podman nerdctl docker
+
+# shellcheck source=scripts/container-stack.sh
+source "$(dirname "$0")/../../scripts/container-stack.sh"
+tools=$CS_ROOT/.build/tools
+podman=(podman --cgroup-manager cgroupfs --events-backend file)
+docker=/usr/bin/docker
+quota=(--cpu-quota 50000 --cpu-period 100000)
+
+# Engine operations: ENGINE_run ARGS... prints the container's id.
+# nerdctl: unpatched 1.7.7 (scripts/nerdctl-build.sh --stock), containerd
+# pinned to CPU 0 (its shims and logging processes inherit it).
+nerdctl_start() {
+	CS_NERDCTL=$CS_ROOT/.build/nerdctl-stock/nerdctl
+	cs_start --cpus 0
+	cs_load_images busybox sysbench
+}
+nerdctl_run() { cs_run "$@"; }
+nerdctl_rm() { cs_nerdctl rm -f "$@" >/dev/null 2>&1; }
+nerdctl_worker() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		cs_logger_pid "$1" && return 0
+		cs_nap 0.1
+	done
+	return 1
+}
+nerdctl_image() { echo "cfsb/$1:latest"; }
+nerdctl_stop() { cs_stop; }
+
+podman_start() {
+	( cs_enter_cgroup system.slice/podman.service
+	  taskset -c 0 "${podman[@]}" load -q -i "$CS_IMAGES/busybox.tar" >/dev/null &&
+	  taskset -c 0 "${podman[@]}" load -q -i "$CS_IMAGES/sysbench.tar" >/dev/null ) ||
+		cs_die "podman cannot load the images"
+}
+podman_run() { ( cs_enter_cgroup system.slice/podman.service; taskset -c 0 "${podman[@]}" run "$@" ); }
+podman_rm() { "${podman[@]}" rm -f "$@" >/dev/null 2>&1; }
+podman_worker() {
+	cat "/run/containers/storage/overlay-containers/$1/userdata/conmon.pid"
+}
+podman_image() { echo "localhost/cfsb/$1:latest"; }
+podman_stop() { :; }
+
+docker_start() {
+	# dockerd writes its key to /etc/docker, read-only in the guest.
+	mountpoint -q /etc/docker || mount -t tmpfs tmpfs /etc/docker
+	( cs_enter_cgroup system.slice/docker.service
+	  exec taskset -c 0 dockerd --iptables=false --ip6tables=false --ip-masq=false --bridge=none \
+		--storage-driver=overlay2 --exec-opt native.cgroupdriver=cgroupfs \
+		--data-root /var/lib/docker --pidfile /run/docker.pid >/run/dockerd.log 2>&1 ) &
+	local i
+	for ((i = 0; i < 300; i++)); do
+		"$docker" info >/dev/null 2>&1 && break
+		[[ -z $(jobs -r) ]] && break
+		cs_nap 0.2
+	done
+	if ! "$docker" load -q -i "$CS_IMAGES/busybox.tar" >/dev/null ||
+		! "$docker" load -q -i "$CS_IMAGES/sysbench.tar" >/dev/null; then
+		tail -20 /run/dockerd.log
+		cs_die "dockerd does not start or load the images"
+	fi
+}
+docker_run() { "$docker" run --network none --log-driver json-file "$@"; }
+docker_rm() { "$docker" rm -f "$@" >/dev/null 2>&1; }
+docker_worker() { cat /run/docker.pid; }
+docker_image() { echo "cfsb/$1:latest"; }
+docker_stop() { kill "$(cat /run/docker.pid)"; }
+
+# runtime PID: CPU time of a process and all its threads (ns).
+runtime() {
+	local t sum=0 v
+	for t in /proc/"$1"/task/*/schedstat; do
+		read -r v _ <"$t" && sum=$((sum + v))
+	done
+	echo "$sum"
+}
+# group ID: "charged used" (us) of a container's group. A kernel that
+# counts what is outstanding counts every charge as borrowed, the first
+# series counted the dropped part apart.
+group() {
+	"$tools/cgborrow" show --json --container "$1" | python3 -c '
+import json, sys
+g = json.load(sys.stdin)[0]
+both = g["borrow_outstanding_usec"] is None
+print(g["borrowed_usec"] + (g["borrow_dropped_usec"] if both else 0), g["usage_usec"])'
+}
+# sysbench_run ENGINE NAME: a neighbour on CPU 0 for $secs s; its events/s.
+sysbench_run() {
+	"${1}_run" --rm --name "$2" --cpuset-cpus 0 "$("${1}_image" sysbench)" \
+		sysbench cpu --cpu-max-prime=10000 --threads=1 --time="$secs" run 2>&1 |
+		awk '/events per second/ { print $4 }'
+}
+
+# measure ENGINE MODE: one row of the table.
+measure() {
+	local engine=$1 mode=$2 id wpid bpid="" a0 a1 b0 b1 c0 c1 t0 t1 ev wall g
+	id=$("${engine}_run" -d --name flood --cpuset-cpus 0 "${quota[@]}" "$("${engine}_image" busybox)" yes) ||
+		cs_die "$engine cannot run the container"
+	wpid=$("${engine}_worker" "$id")
+	case $mode in
+	off) ;;
+	borrowd | pace)
+		local args=(--engines none)
+		[[ $engine == podman ]] && args=(--engines podman --scan-ms 200)
+		[[ $engine == nerdctl ]] && args=(--engines containerd --scan-ms 200)
+		[[ $engine == docker ]] && args+=(--daemon dockerd --scan-ms 200)
+		[[ $mode == pace ]] && args+=(--pace)
+		taskset -c 1 "$tools/borrowd" "${args[@]}" >"/run/borrowd-$engine-$mode.log" 2>&1 &
+		bpid=$!
+		local i
+		for ((i = 0; i < 100; i++)); do
+			grep -q "container ${id:0:12}\|container $id" "/run/borrowd-$engine-$mode.log" && break
+			cs_nap 0.1
+		done
+		;;
+	esac
+	cs_nap 1
+	a0=$(runtime "$wpid") g=$(group "$id") t0=${EPOCHREALTIME/./}
+	read -r b0 c0 <<<"$g"
+	ev=$(sysbench_run "$engine" neighbour)
+	a1=$(runtime "$wpid") g=$(group "$id") t1=${EPOCHREALTIME/./}
+	read -r b1 c1 <<<"$g"
+	wall=$((t1 - t0))
+	if [[ -n $bpid ]]; then
+		kill -TERM "$bpid"
+		wait "$bpid"
+		sed 's/^/# /' "/run/borrowd-$engine-$mode.log" | grep -v "^# libbpf" | tail -4
+	fi
+	"${engine}_rm" flood
+	# Shares of one CPU in units of 0.01 %.
+	local A=$(((a1 - a0) * 10 / wall)) B=$(((b1 - b0) * 10000 / wall)) C=$(((c1 - c0) * 10000 / wall))
+	printf '%-7s %-8s %9s %9s %9s %9s %8s %10s\n' "$engine" "$mode" "$(cs_pct "$A")" "$(cs_pct "$B")" \
+		"$(cs_pct "$C")" "$(cs_pct $((B + C)))" "$([[ $A -gt 0 ]] && cs_pct $((B * 10000 / A)))" "$ev"
+}
+
+echo "# kernel $(uname -r), cgroup $(cs_hierarchy); quota 50/100 ms; shares of one CPU over ${secs} s"
+for engine in "$@"; do
+	"${engine}_start"
+	alone=$(sysbench_run "$engine" alone)
+	echo "# $engine: sysbench alone on CPU 0: $alone events/s"
+	printf '%-7s %-8s %9s %9s %9s %9s %8s %10s\n' engine mode "worker A" "charged B" "ctr C" "B + C" "B / A" "sysbench"
+	modes=(off borrowd pace)
+	# A shared daemon cannot be paused for one client.
+	[[ $engine == docker ]] && modes=(off borrowd)
+	for mode in "${modes[@]}"; do
+		measure "$engine" "$mode"
+	done
+	"${engine}_stop"
+done

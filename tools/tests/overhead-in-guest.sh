@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# borrowd's own CPU with N idle containers, in the guest (scripts/vm-run.sh
+# on the patched kernel): each "container" is Podman's metadata for a
+# sleeping init process in a cgroup of its own with a quota, and a sleeping
+# conmon, so that borrowd finds N workers, scans the metadata every second
+# and looks at each worker every 100 ms, as it would on a node.
+#
+#   overhead-in-guest.sh [--seconds S] N...      (default: 10 100 500)
+set -uo pipefail
+
+secs=10
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--seconds) secs=$2; shift 2 ;;
+	-h | --help) sed -n '2,8p' "$0" | cut -c3-; exit 0 ;;
+	-*) echo "unknown option $1" >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+[[ $# -gt 0 ]] || set -- 10 100 500
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=$root/.build/tools/borrowd
+run=$(mktemp -d)
+cg=/sys/fs/cgroup
+[[ -e $cg/cgroup.controllers ]] || cg=/sys/fs/cgroup/cpu
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$run"
+}
+trap cleanup EXIT
+
+# runtime PID: CPU time of a process and its threads (ns).
+runtime() {
+	local t sum=0 v
+	for t in /proc/"$1"/task/*/schedstat; do
+		read -r v _ <"$t" && sum=$((sum + v))
+	done
+	echo "$sum"
+}
+
+made=0
+echo "# kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup); borrowd's CPU over ${secs} s"
+printf '%10s %12s %14s\n' containers "CPU (ms/s)" "per 100 (ms/s)"
+for n in "$@"; do
+	for ((; made < n; made++)); do
+		id=$(printf 'c%063d' "$made")
+		dir=$run/containers/storage/overlay-containers/$id/userdata
+		mkdir -p "$dir" "$cg/ovh-$made"
+		if [[ -e $cg/ovh-$made/cpu.max ]]; then
+			echo "50000 100000" >"$cg/ovh-$made/cpu.max"
+		else
+			echo 50000 >"$cg/ovh-$made/cpu.cfs_quota_us"
+		fi
+		sleep 3600 &
+		pids+=("$!")
+		echo "$!" >"$cg/ovh-$made/cgroup.procs"
+		echo "$!" >"$dir/pidfile"
+		sleep 3600 &
+		pids+=("$!")
+		echo "$!" >"$dir/conmon.pid"
+	done
+	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines podman >"$run/borrowd.log" 2>&1 &
+	bpid=$!
+	# Started when it has found every worker.
+	for ((i = 0; i < 300; i++)); do
+		[[ $(grep -c "works for" "$run/borrowd.log") -ge $n ]] && break
+		sleep 0.1
+	done
+	r0=$(runtime "$bpid")
+	sleep "$secs"
+	r1=$(runtime "$bpid")
+	kill -TERM "$bpid"
+	wait "$bpid"
+	ms=$(((r1 - r0) / 1000 / secs))
+	printf '%10d %12s %14s\n' "$n" "$((ms / 1000)).$(printf %03d $((ms % 1000)))" \
+		"$(python3 -c "print(f'{$ms / 1000 * 100 / $n:.3f}')")"
+done
