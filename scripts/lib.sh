@@ -26,6 +26,8 @@ HOST_PACKAGES=(
 # What tools/ builds with (cgborrow: libcgroup; borrowd: libbpf, clang and
 # bpftool's skeletons) and the tests use (libcgroup's cgset and cgget).
 TOOLS_PACKAGES=(libcgroup-dev cgroup-tools libbpf-dev clang bpftool)
+# The unchanged engines borrowd is tested with, in the guest.
+ENGINE_PACKAGES=(podman conmon docker.io)
 
 # What the guest's container stack runs (the guest's root is the host's /),
 # and what the images are made of.

@@ -32,8 +32,10 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      kernel (v2 and v1): cgborrow's charges, cpu.stat, cgset/cgget on the
      file, the kernel's errors and permissions; borrowd charging a busy
      worker's CPU time to its client (within 1 %), by hand and through
-     Podman's metadata; on the stock kernel: the "kernel lacks the
-     feature" error;
+     Podman's metadata, the thread rule, --pace; with unchanged engines
+     (v2): conmon's CPU charged to its container (Podman), dockerd's by
+     the thread rule (Docker); on the stock kernel: the "kernel lacks the
+     feature" errors;
   8. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
      --quick, about 10 minutes), checked end to end: every planned cell
      measured, the charging modes applied, the report and plots written
@@ -205,6 +207,13 @@ for cg in v2 v1; do
 done
 "$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup v2 -- \
 	tools/tests/run-in-guest.sh "$results/tools-stock-v2" cgborrow-stock borrowd-stock || true
+log "tools: borrowd with unchanged Podman and Docker"
+ensure_packages "${ENGINE_PACKAGES[@]}"
+"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v2 -- \
+	tools/tests/engines-in-guest.sh --tap --seconds 3 podman docker 2>&1 |
+	grep -v 'level=' >"$results/tools-engines.tap" || true
+grep -qE '^1\.\.[0-9]+$' "$results/tools-engines.tap" ||
+	echo "not ok 999 engines: the run ended early (see above)" | tee -a "$results/tools-engines.tap"
 
 # --- 8. the noisy-logging study, quick tier: the pipeline end to end ------
 log "experiments/noisy_logging.sh --quick"
@@ -224,4 +233,5 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/nerdctl-unit.tap" "$results"/containers-*.tap \
 	"$results/tools-build.tap" "$results/tools-host.tap" "$results/tools-host-borrowd.tap" \
 	"$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
-	"$results"/tools-stock-v2/{cgborrow,borrowd}-stock.tap "$results/noisy_logging.tap"
+	"$results"/tools-stock-v2/{cgborrow,borrowd}-stock.tap "$results/tools-engines.tap" \
+	"$results/noisy_logging.tap"

@@ -313,7 +313,8 @@ static int charge_rule(struct rule *r, __u64 total_ns)
 	return 0;
 }
 
-static void charge_all(void)
+/* Charge every worker; with REAP, also find the workers that exited. */
+static void charge_all(bool reap)
 {
 	int fd = bpf_map__fd(skel->maps.workers);
 	struct in_progress ip[MAX_CPUS];
@@ -334,8 +335,12 @@ static void charge_all(void)
 		charge_rule(r, total);
 		pace(r);
 	}
-	/* Workers that exited: their last run is in the sums by now. */
-	for (int i = 0; i < nr_rules; i++) {
+	/*
+	 * Workers that exited: their last run is in the sums by now. Looked
+	 * for at scans only: a kill() per worker per round is most of the
+	 * agent's cost with hundreds of idle workers.
+	 */
+	for (int i = 0; reap && i < nr_rules; i++) {
 		if (!kill(rules[i].worker, 0) || errno != ESRCH)
 			continue;
 		if (!bpf_map_lookup_elem(fd, &rules[i].worker, &w))
@@ -1114,14 +1119,15 @@ int main(int argc, char **argv)
 
 	while (!stop) {
 		double now = now_s();
+		bool scan = now >= next_scan;
 
-		if (now >= next_scan) {
+		if (scan) {
 			scan_engines();
 			find_daemons();
 			scan_daemon_fds();
 			next_scan = now + opt.scan_ms / 1000.0;
 		}
-		charge_all();
+		charge_all(scan);
 		charge_clients();
 		if (dump) {
 			dump = 0;
@@ -1131,7 +1137,7 @@ int main(int argc, char **argv)
 			break;
 		usleep(opt.interval_ms * 1000);
 	}
-	charge_all();
+	charge_all(false);
 	charge_clients();
 	for (int i = 0; i < nr_rules; i++)
 		unpace(&rules[i]);

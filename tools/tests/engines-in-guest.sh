@@ -8,7 +8,11 @@
 # CPU, sysbench in a container of its own, its events/s against sysbench
 # alone.
 #
-#   engines-in-guest.sh [--seconds N] ENGINE...
+#   engines-in-guest.sh [--seconds N] [--tap] ENGINE...
+#
+# --tap: the checks for scripts/run-tests.sh instead of the table: borrowd
+# on only, no neighbour; B/A within 90 to 110 % for a worker per container,
+# at least 50 % for dockerd (measured: 84 %).
 #
 # Engines: podman (conmon, one per container: borrowd's process rule,
 # found from Podman's metadata), nerdctl (unpatched 1.7.7, its logging
@@ -18,11 +22,12 @@
 # for docker: a shared daemon cannot be paused for one client).
 set -uo pipefail
 
-secs=10
+secs=10 tap=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--seconds) secs=$2; shift 2 ;;
-	-h | --help) sed -n '2,20p' "$0" | cut -c3-; exit 0 ;;
+	--tap) tap=1; shift ;;
+	-h | --help) sed -n '2,24p' "$0" | cut -c3-; exit 0 ;;
 	-*) echo "unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -147,7 +152,12 @@ measure() {
 	cs_nap 1
 	a0=$(runtime "$wpid") g=$(group "$id") t0=${EPOCHREALTIME/./}
 	read -r b0 c0 <<<"$g"
-	ev=$(sysbench_run "$engine" neighbour)
+	if [[ $tap -eq 1 ]]; then
+		cs_nap "$secs"
+		ev=-
+	else
+		ev=$(sysbench_run "$engine" neighbour)
+	fi
 	a1=$(runtime "$wpid") g=$(group "$id") t1=${EPOCHREALTIME/./}
 	read -r b1 c1 <<<"$g"
 	wall=$((t1 - t0))
@@ -159,10 +169,35 @@ measure() {
 	"${engine}_rm" flood
 	# Shares of one CPU in units of 0.01 %.
 	local A=$(((a1 - a0) * 10 / wall)) B=$(((b1 - b0) * 10000 / wall)) C=$(((c1 - c0) * 10000 / wall))
-	printf '%-7s %-8s %9s %9s %9s %9s %8s %10s\n' "$engine" "$mode" "$(cs_pct "$A")" "$(cs_pct "$B")" \
-		"$(cs_pct "$C")" "$(cs_pct $((B + C)))" "$([[ $A -gt 0 ]] && cs_pct $((B * 10000 / A)))" "$ev"
+	local row
+	row=$(printf '%-7s %-8s %9s %9s %9s %9s %8s %10s' "$engine" "$mode" "$(cs_pct "$A")" "$(cs_pct "$B")" \
+		"$(cs_pct "$C")" "$(cs_pct $((B + C)))" "$([[ $A -gt 0 ]] && cs_pct $((B * 10000 / A)))" "$ev")
+	if [[ $tap -eq 0 ]]; then
+		echo "$row"
+		return
+	fi
+	echo "# $row"
+	n=$((n + 1))
+	local ratio=$((A > 0 ? B * 100 / A : 0)) low=90 high=110
+	[[ $engine == docker ]] && low=50
+	if [[ $A -gt 1000 && $ratio -ge $low && $ratio -le $high ]]; then
+		echo "ok $n $engine: the worker's CPU is charged to the container (B/A $ratio %, $low to $high)"
+	else
+		echo "not ok $n $engine: the worker's CPU is charged to the container (B/A $ratio %, A $A, $low to $high)"
+	fi
 }
 
+n=0
+if [[ $tap -eq 1 ]]; then
+	echo "TAP version 13"
+	for engine in "$@"; do
+		"${engine}_start"
+		measure "$engine" borrowd
+		"${engine}_stop"
+	done
+	echo "1..$n"
+	exit 0
+fi
 echo "# kernel $(uname -r), cgroup $(cs_hierarchy); quota 50/100 ms; shares of one CPU over ${secs} s"
 for engine in "$@"; do
 	"${engine}_start"
