@@ -257,7 +257,7 @@ static const struct {
 	/* Docker with the containerd it starts itself */
 	{ "docker", "docker/containerd/daemon/io.containerd.runtime.v2.task/*/*/init.pid",
 	  NULL, 2, false },
-	/* Podman, as root: conmon writes both */
+	/* Podman as root, and CRI-O: conmon writes both */
 	{ "podman", "containers/storage/*-containers/*/userdata/pidfile",
 	  "conmon.pid", 3, false },
 };
@@ -289,6 +289,12 @@ int bcg_for_each_container(bcg_container_fn fn, void *arg)
 					 (int)(strrchr(file, '/') - file), file,
 					 engines[e].worker);
 				c.worker_pid = read_pid_file(wpath);
+				/* CRI-O: the same layout, another name. */
+				if (c.worker_pid <= 0) {
+					snprintf(wpath, sizeof(wpath), "%.*s/conmon-pidfile",
+						 (int)(strrchr(file, '/') - file), file);
+					c.worker_pid = read_pid_file(wpath);
+				}
 			} else if (engines[e].logger) {
 				path_component(file, 3, ns, sizeof(ns));
 				c.worker_pid = find_logger(ns, c.id);
@@ -356,6 +362,9 @@ int bcg_check(const struct bcg *g)
 		return -BCG_EROOT;
 	if (file_exists(g, BORROWING_FILE))
 		return 0;
+	/* A group removed since it was named is no missing feature. */
+	if (access(g->dir, F_OK))
+		return -ENOENT;
 	if (cpu_v2 && !file_exists(g, "cpu.max"))
 		return -BCG_ENOCPU;
 	return -BCG_ENOFEATURE;

@@ -1014,6 +1014,31 @@ static void visit_cpus(void)
 	sched_setaffinity(0, sizeof(all), &all);
 }
 
+/*
+ * The kernel takes charges only from the initial cgroup namespace, and
+ * /proc/PID/cgroup is read relative to one's own: a pod (Kubernetes gives
+ * privileged pods a cgroup namespace of their own on cgroup v2) joins the
+ * node's, that of PID 1 when it shares the node's PID namespace.
+ */
+static void join_host_cgroupns(void)
+{
+	char mine[64] = "", init[64] = "";
+	int fd;
+
+	if (readlink("/proc/self/ns/cgroup", mine, sizeof(mine) - 1) < 0 ||
+	    readlink("/proc/1/ns/cgroup", init, sizeof(init) - 1) < 0 ||
+	    !strcmp(mine, init))
+		return;
+	fd = open("/proc/1/ns/cgroup", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWCGROUP))
+		msg("cannot join PID 1's cgroup namespace: %s (charges will be refused)",
+		    strerror(errno));
+	else
+		msg("joined PID 1's cgroup namespace");
+	if (fd >= 0)
+		close(fd);
+}
+
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	if (level == LIBBPF_DEBUG && !opt.verbose)
@@ -1042,6 +1067,7 @@ int main(int argc, char **argv)
 	ret = parse_args(argc, argv);
 	if (ret)
 		return ret;
+	join_host_cgroupns();
 	ret = bcg_init();
 	if (ret) {
 		msg("%s", bcg_strerror(ret));

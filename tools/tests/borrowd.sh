@@ -190,6 +190,16 @@ guest_tests() {
 	c1=$(charged $client)
 	info "engine rule: client charged $((c1 - c0)) us for about 1 s of the worker"
 	check "... and it is charged" '[[ $((c1 - c0)) -gt 500000 ]]'
+	# CRI-O's name for the same file.
+	local crio=$tmp/run/containers/storage/overlay-containers/ffff7777/userdata
+	mkdir -p "$crio"
+	sleep 600 &
+	pids+=("$!")
+	echo "$!" >"$crio/conmon-pidfile"
+	cat "$pod/pidfile" >"$crio/pidfile"
+	wait_for "$tmp/borrowd2.log" "works for /$client, container ffff7777" && rc=0 || rc=1
+	out=$(cat "$tmp/borrowd2.log")
+	check "CRI-O's conmon-pidfile names the worker too" '[[ $rc -eq 0 ]]'
 	rm -rf "$tmp/run/containers"
 	wait_for "$tmp/borrowd2.log" "gone, charged" && rc=0 || rc=1
 	out=$(cat "$tmp/borrowd2.log")
