@@ -61,11 +61,13 @@ static struct {
 	bool pid_form;
 	bool verbose;
 	bool pace;
+	long pace_periods;
 	double duration;
 } opt = {
 	.interval_ms = 100, .scan_ms = 1000,
 	.engine_podman = true, .engine_containerd = true,
 	.pid_form = true,
+	.pace_periods = 2,
 };
 
 static struct rule *rules;
@@ -90,7 +92,8 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: borrowd [--config FILE] [--worker PID:CGROUP]... [--engines LIST]\n"
 "               [--daemon PID|NAME]... [--interval-ms MS] [--scan-ms MS]\n"
-"               [--pace] [--no-worker-pid] [--duration SEC] [--verbose]\n"
+"               [--pace] [--pace-periods N] [--no-worker-pid]\n"
+"               [--duration SEC] [--verbose]\n"
 "\n"
 "Charges the CPU time of worker processes to their clients' cgroups\n"
 "(cpu.cfs.borrowing_us). A BPF program on sched_switch accounts each\n"
@@ -109,8 +112,9 @@ static void usage(FILE *f)
 "                       the container whose pipe or FIFO it read last;\n"
 "                       by pid or by process name; repeatable\n"
 "  --pace               stop a worker (SIGSTOP) while its client owes more\n"
-"                       than one period's quota, so that it works no faster\n"
-"                       than the client pays (the process rule only)\n"
+"                       than N periods' quota (--pace-periods, default 2),\n"
+"                       so that it works no faster than the client pays\n"
+"                       (the process rule only)\n"
 "  --interval-ms MS     charge every MS milliseconds (default 100, one CFS\n"
 "                       period)\n"
 "  --scan-ms MS         look for containers every MS ms (default 1000)\n"
@@ -199,7 +203,13 @@ static void pace(struct rule *r)
 
 	if (!opt.pace || bcg_owed(&r->client, &owed, &quota) || quota <= 0)
 		return;
-	stop_it = owed > quota;
+	/*
+	 * The periods pay a quota each, stopped or not: a debt that runs out
+	 * while the worker is stopped leaves periods unpaid. More than one
+	 * round of a busy worker's charges (two periods' quota) keeps it from
+	 * running out, so the worker gets about what the client pays.
+	 */
+	stop_it = owed > opt.pace_periods * quota;
 	r->rounds++;
 	r->paused += stop_it;
 	if (stop_it == r->stopped)
@@ -838,6 +848,8 @@ static int set(const char *key, const char *val)
 		return set_bool(val, &opt.verbose);
 	if (!strcmp(key, "pace"))
 		return set_bool(val, &opt.pace);
+	if (!strcmp(key, "pace_periods"))
+		return set_ms(val, &opt.pace_periods);
 	if (!strcmp(key, "daemon"))
 		return add_daemon(val);
 	return -ENOENT;
@@ -904,6 +916,7 @@ static const struct option long_opts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "daemon", required_argument, NULL, 'D' },
 	{ "pace", no_argument, NULL, 'p' },
+	{ "pace-periods", required_argument, NULL, 'N' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -928,7 +941,7 @@ static int parse_args(int argc, char **argv)
 		return ret;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:p", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:pN:", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			continue;
@@ -946,6 +959,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'D':
 			key = "daemon";
+			break;
+		case 'N':
+			key = "pace_periods";
 			break;
 		case 'P':
 			opt.pid_form = false;

@@ -8,7 +8,7 @@
 # CPU, sysbench in a container of its own, its events/s against sysbench
 # alone.
 #
-#   engines-in-guest.sh [--seconds N] [--tap] ENGINE...
+#   engines-in-guest.sh [--seconds N] [--modes off,borrowd,pace] [--tap] ENGINE...
 #
 # --tap: the checks for scripts/run-tests.sh instead of the table: borrowd
 # on only, no neighbour; B/A within 90 to 110 % for a worker per container,
@@ -22,9 +22,10 @@
 # for docker: a shared daemon cannot be paused for one client).
 set -uo pipefail
 
-secs=10 tap=0
+secs=10 tap=0 modes_arg=""
 while [[ $# -gt 0 ]]; do
 	case $1 in
+	--modes) modes_arg=$2; shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
 	--tap) tap=1; shift ;;
 	-h | --help) sed -n '2,24p' "$0" | cut -c3-; exit 0 ;;
@@ -204,9 +205,9 @@ for engine in "$@"; do
 	alone=$(sysbench_run "$engine" alone)
 	echo "# $engine: sysbench alone on CPU 0: $alone events/s"
 	printf '%-7s %-8s %9s %9s %9s %9s %8s %10s\n' engine mode "worker A" "charged B" "ctr C" "B + C" "B / A" "sysbench"
-	modes=(off borrowd pace)
+	IFS=, read -ra modes <<<"${modes_arg:-off,borrowd,pace}"
 	# A shared daemon cannot be paused for one client.
-	[[ $engine == docker ]] && modes=(off borrowd)
+	[[ $engine == docker ]] && mapfile -t modes < <(printf '%s\n' "${modes[@]}" | grep -vx pace)
 	for mode in "${modes[@]}"; do
 		measure "$engine" "$mode"
 	done
