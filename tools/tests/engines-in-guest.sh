@@ -151,7 +151,9 @@ measure() {
 		;;
 	esac
 	cs_nap 1
-	a0=$(runtime "$wpid") g=$(group "$id") t0=${EPOCHREALTIME/./}
+	# The clock next to the worker's time: cgborrow and python take a
+	# while under load, and the two calls not always as long.
+	a0=$(runtime "$wpid") t0=${EPOCHREALTIME/./} g=$(group "$id")
 	read -r b0 c0 <<<"$g"
 	if [[ $tap -eq 1 ]]; then
 		cs_nap "$secs"
@@ -159,7 +161,7 @@ measure() {
 	else
 		ev=$(sysbench_run "$engine" neighbour)
 	fi
-	a1=$(runtime "$wpid") g=$(group "$id") t1=${EPOCHREALTIME/./}
+	a1=$(runtime "$wpid") t1=${EPOCHREALTIME/./} g=$(group "$id")
 	read -r b1 c1 <<<"$g"
 	wall=$((t1 - t0))
 	if [[ -n $bpid ]]; then
