@@ -34,7 +34,7 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      worker's CPU time to its client (within 1 %), by hand and through
      Podman's metadata, the thread rule, --pace; with unchanged engines
      (v2): conmon's CPU charged to its container (Podman), dockerd's by
-     the thread rule (Docker); on the stock kernel: the "kernel lacks the
+     the thread rule (Docker), in 3 s windows; on the stock kernel: the "kernel lacks the
      feature" errors;
   8. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
      --quick, about 10 minutes), checked end to end: every planned cell

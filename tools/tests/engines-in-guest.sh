@@ -11,8 +11,8 @@
 #   engines-in-guest.sh [--seconds N] [--modes off,borrowd,pace] [--tap] ENGINE...
 #
 # --tap: the checks for scripts/run-tests.sh instead of the table: borrowd
-# on only, no neighbour; B/A within 90 to 110 % for a worker per container,
-# at least 50 % for dockerd (measured: 84 %).
+# on only, no neighbour; B/A within 85 to 110 % for a worker per container
+# (measured 94 to 96 % in 3 s), at least 50 % for dockerd (84 to 95 %).
 #
 # Engines: podman (conmon, one per container: borrowd's process rule,
 # found from Podman's metadata), nerdctl (unpatched 1.7.7, its logging
@@ -181,7 +181,9 @@ measure() {
 	fi
 	echo "# $row"
 	n=$((n + 1))
-	local ratio=$((A > 0 ? B * 100 / A : 0)) low=90 high=110
+	# The charges lag the worker by up to a round (100 ms, longer under
+	# load) at each end of the window: 3 % or more of 3 s.
+	local ratio=$((A > 0 ? B * 100 / A : 0)) low=85 high=110
 	[[ $engine == docker ]] && low=50
 	if [[ $A -gt 1000 && $ratio -ge $low && $ratio -le $high ]]; then
 		echo "ok $n $engine: the worker's CPU is charged to the container (B/A $ratio %, $low to $high)"
