@@ -33,9 +33,9 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      file, the kernel's errors and permissions; borrowd charging a busy
      worker's CPU time to its client (within 1 %), by hand and through
      Podman's metadata, the thread rule, --pace; with unchanged engines
-     (v2): conmon's CPU charged to its container (Podman), dockerd's by
-     the thread rule (Docker), in 3 s windows; on the stock kernel: the "kernel lacks the
-     feature" errors;
+     (v2), in 3 s windows: conmon's CPU charged to its container
+     (Podman), dockerd's by the thread rule (Docker); on the stock kernel:
+     the "kernel lacks the feature" errors;
   8. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
      --quick, about 10 minutes), checked end to end: every planned cell
      measured, the charging modes applied, the report and plots written
