@@ -12,12 +12,12 @@
 # On the patched kernel: the logger charges the container (modes process,
 # thread, off), container CPU + charged CPU stays at the quota, log content
 # is byte-identical whatever the mode, the last lines of a paced flood are
-# logged when the task is deleted (--rm, rm -f), nothing runs where there is
-# no quota, and no container can write any cpu.cfs.borrowing_us, even with
-# CAP_SYS_ADMIN. With --stock-kernel (no cpu.cfs.borrowing_us): the logger
-# logs everything and warns about nothing. --only runs the sections of a
-# comma-separated list (charge, logs, tail, idle, parent, config, throughput,
-# escape).
+# logged when the task is deleted (--rm, rm -f, start), nothing runs where
+# there is no quota, and no container can write any cpu.cfs.borrowing_us,
+# even with CAP_SYS_ADMIN. With --stock-kernel (no cpu.cfs.borrowing_us):
+# the logger logs everything and warns about nothing. --only runs the
+# sections of a comma-separated list (charge, logs, tail, idle, parent,
+# config, throughput, escape).
 set -uo pipefail
 
 runtime=runc manager=cgroupfs stock=0 only=
@@ -27,7 +27,7 @@ while [[ $# -gt 0 ]]; do
 	--cgroup-manager) manager=$2; shift 2 ;;
 	--stock-kernel) stock=1; shift ;;
 	--only) only=$2; shift 2 ;;
-	-h | --help) sed -n '4,19p' "$0" | cut -c3-; exit 0 ;;
+	-h | --help) sed -n '4,20p' "$0" | cut -c3-; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -194,6 +194,24 @@ if section tail; then
 	cs_nerdctl rm -f "$id" >/dev/null
 	info "rm -f: the container owed ${owed:-?} us (its quota 100000), rm -f took $((${EPOCHREALTIME/./} - t0)) us"
 	tail_check "rm -f" "$log"
+
+	# nerdctl start of the stopped container: the old task is deleted (its
+	# logger signalled) as soon as it is started again, and its lines are
+	# all logged before the new run's. (max-size: without it nerdctl's
+	# json-file driver starts a new file at every start, dropping the old.)
+	log=/run/cfsb-tail-start.json
+	rm -f "$log"
+	id=$(tail_run -d --log-opt "log-path=$log" --log-opt max-size=100m cfsb/busybox seq 1 "$tail_n")
+	cs_nerdctl wait "$id" >/dev/null
+	cs_nerdctl start "$id" >/dev/null
+	cs_nerdctl wait "$id" >/dev/null
+	cs_nerdctl rm -f "$id" >/dev/null
+	cat /tmp/want.tail /tmp/want.tail >/tmp/want.tail2
+	json_numbers "$log" >/tmp/got.tail
+	got=$(wc -l </tmp/got.tail)
+	info "start: 2 runs of $tail_n lines written, $got logged"
+	check "start of a stopped paced flood: both runs' lines logged, in order" \
+		'cmp -s /tmp/got.tail /tmp/want.tail2' "$got lines logged, the last one '$(tail -n 1 /tmp/got.tail)'"
 fi
 
 # --- an idle logger costs nothing ------------------------------------------
