@@ -6,18 +6,31 @@ source "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} export | checkpatch | build-each [--jobs N]
+Usage: ${0##*/} export [--tree DIR] | checkpatch | check-selftests
+       ${0##*/} build-each [--jobs N] [--if-changed]
 
-  export      regenerate kernel/patches from the commits on top of cfsb-base in
-              the patched tree ($(kernel_tree patched)), with the cover letter
-              from kernel/cover-letter.txt (first line: subject). Work on the
-              series there (git commit --amend, rebase), then export.
+  export      regenerate kernel/patches from the commits on top of cfsb-base
+              in DIR (default: the patched tree, $(kernel_tree patched)):
+              the kernel patches, then the selftests patch, generated from
+              selftests/ (its source) into tools/testing/selftests/cgroup,
+              and the cover letter from kernel/cover-letter.txt (first line:
+              subject). Work on the series in a tree of your own (git commit
+              --amend, rebase), then export from it.
   checkpatch  run scripts/checkpatch.pl --strict on every patch; fails on any
               error, warning or check.
-  build-each  apply the series one patch at a time in a scratch tree and build
-              the kernel at each step (the series must build at every patch).
+  check-selftests
+              fail if the selftests patch differs from selftests/ (run export).
+  build-each  check out the series one patch at a time in the patched tree
+              and build the kernel at each step, without a new compiler
+              warning; from the patch that adds the KUnit suite on, boot each
+              step in QEMU and require the suite to pass. --if-changed skips
+              a series that already passed (stamp in $CFSB_CACHE).
 EOF
 }
+
+SELFTESTS_SUBJECT="selftests/cgroup: Add tests for cpu.cfs.borrowing_us"
+SELFTESTS_DIR=tools/testing/selftests/cgroup
+SELFTESTS_FILES=(borrowing_util.c borrowing_util.h test_borrowing.c)
 
 stock_tree=$(kernel_tree stock)
 need_tree() {
@@ -25,12 +38,80 @@ need_tree() {
 		die "no kernel tree at $stock_tree: run scripts/kernel-build.sh --variant stock first"
 }
 
+# add_selftests TREE DATE: commit selftests/ into TREE's cgroup selftests.
+add_selftests() {
+	local tree=$1 date=$2 f
+	for f in "${SELFTESTS_FILES[@]}"; do
+		cp "$CFSB_ROOT/selftests/$f" "$tree/$SELFTESTS_DIR/$f"
+	done
+	python3 - "$tree/$SELFTESTS_DIR" <<'EOF'
+import sys
+d = sys.argv[1]
+mk = open(f"{d}/Makefile").read()
+mk = mk.replace("TEST_GEN_PROGS  = test_core\n",
+                "TEST_GEN_PROGS  = test_borrowing\nTEST_GEN_PROGS += test_core\n", 1)
+mk = mk.replace("$(OUTPUT)/test_core: cgroup_util.c\n",
+                "$(OUTPUT)/test_borrowing: cgroup_util.c borrowing_util.c\n"
+                "$(OUTPUT)/test_core: cgroup_util.c\n", 1)
+open(f"{d}/Makefile", "w").write(mk)
+root = d.rsplit("/tools/", 1)[0]
+mt = open(f"{root}/MAINTAINERS").read()
+mt = mt.replace("F:\tkernel/sched/fair_borrowing_kunit.c\n",
+                "F:\tkernel/sched/fair_borrowing_kunit.c\n"
+                "F:\ttools/testing/selftests/cgroup/*borrowing*\n", 1)
+open(f"{root}/MAINTAINERS", "w").write(mt)
+gi = open(f"{d}/.gitignore").read()
+open(f"{d}/.gitignore", "w").write(gi.replace("test_core\n", "test_borrowing\ntest_core\n", 1))
+EOF
+	# Debian's tarball ships a .gitignore that ignores everything.
+	git -C "$tree" add -f "$SELFTESTS_DIR" MAINTAINERS
+	GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date git -C "$tree" commit -q -F - <<EOF
+$SELFTESTS_SUBJECT
+
+Test the interface on cgroup v1 and v2 with the kselftest harness and
+cgroup_util: the file and the cpu.stat counters, which add up in every
+read; bad input; the bound and the clamp; who owes a charge (the limited
+levels up to the lowest common ancestor with the worker, named by pid or
+the writer) and what removing a quota or a group drops; the effective
+quota on v2; configuration writes that pay nothing; an idle group that
+pays; and what charges do to CPU hogs: the share they leave, with and
+without burst, a parent that pays for its child, a sibling's charge that
+costs the parent, a debt above the quota, a slice for every CPU in every
+period with one thread per CPU, and an indebted group killed promptly.
+The permission tests check that only the initial namespaces'
+administrator may charge, however the file is opened or owned.
+
+No exact check reads what a refill changes: the first refill after a
+quota is set comes anywhere in its first period.
+
+Signed-off-by: $(git -C "$tree" log -1 --format='%an <%ae>')
+EOF
+}
+
 cmd_export() {
-	local tree tmp subject
-	tree=$(kernel_tree patched)
-	[[ -d $tree ]] || die "no patched tree at $tree"
-	[[ -z $(git -C "$tree" status --porcelain --untracked-files=no) ]] ||
-		die "$tree has uncommitted changes"
+	local src tree tmp subject commits date c
+	src=$(kernel_tree patched)
+	[[ ${1:-} == --tree ]] && src=${2:?}
+	[[ -d $src ]] || die "no tree at $src"
+	[[ -z $(git -C "$src" status --porcelain --untracked-files=no) ]] ||
+		die "$src has uncommitted changes"
+	# The kernel patches: all but a selftests patch from an earlier export.
+	mapfile -t commits < <(git -C "$src" log --reverse --format='%H %s' cfsb-base..HEAD |
+		grep -vF " $SELFTESTS_SUBJECT" | cut -d' ' -f1)
+	[[ ${#commits[@]} -gt 0 ]] || die "no commits on top of cfsb-base in $src"
+	tree=$(kernel_tree export)
+	if [[ ! -d $tree ]]; then
+		git -C "$(kernel_repo)" worktree prune
+		git -C "$(kernel_repo)" worktree add -q --detach "$tree" cfsb-base
+	fi
+	tree_reset_to_base "$tree" clean
+	for c in "${commits[@]}"; do
+		git -C "$src" format-patch -q --stdout -1 "$c"
+	done | git -C "$tree" -c user.name=export -c user.email=export@localhost 		am -q --committer-date-is-author-date ||
+		die "the commits of $src do not apply to cfsb-base"
+	date=$(git -C "$tree" log -1 --format=%aI)
+	add_selftests "$tree" "$date"
+
 	tmp=$(mktemp -d)
 	# The cover letter is signed by the series' author, not the tree's user.
 	git -C "$tree" -c user.name="$(git -C "$tree" log -1 --format=%an)" \
@@ -63,47 +144,92 @@ cmd_checkpatch() {
 	return $status
 }
 
-cmd_build_each() {
-	local jobs=$(($(nproc))) scratch build n=0 p t0
-	[[ ${1:-} == --jobs ]] && jobs=${2:?}
-	need_tree
-	scratch=$(kernel_tree each)
-	build=$(kernel_build_dir each x86_64 default)
-	if [[ ! -d $scratch ]]; then
-		git -C "$(kernel_repo)" worktree prune
-		git -C "$(kernel_repo)" worktree add -q --detach "$scratch" cfsb-base
+cmd_check_selftests() {
+	local last f tmp status=0
+	last=$(series_patches | tail -n1)
+	if ! grep -qF "${SELFTESTS_SUBJECT#selftests/cgroup: }" "$last"; then
+		die "the last patch is not the selftests patch: run $0 export"
 	fi
-	git -C "$scratch" am --abort >/dev/null 2>&1 || true
-	git -C "$scratch" reset -q --hard cfsb-base
-	# Start from the patched configuration: same options at every step.
+	tmp=$(mktemp -d)
+	# Each file as the patch creates it: its "+" lines.
+	for f in "${SELFTESTS_FILES[@]}"; do
+		awk -v f="b/$SELFTESTS_DIR/$f" '
+			/^diff --git / { on = ($4 == f); hunk = 0; next }
+			on && /^@@/ { hunk = 1; next }
+			on && hunk && /^\+/ { print substr($0, 2) }' "$last" >"$tmp/$f"
+		if ! cmp -s "$tmp/$f" "$CFSB_ROOT/selftests/$f"; then
+			log "selftests/$f differs from the series' copy"
+			status=1
+		fi
+	done
+	rm -rf "$tmp"
+	[[ $status -eq 0 ]] || die "the selftests patch is stale: run $0 export"
+	log "the selftests patch matches selftests/"
+}
+
+cmd_build_each() {
+	local jobs n=0 if_changed=0 tree build stamp want head c t0 kunit=0 patches
+	jobs=$(nproc)
+	while [[ $# -gt 0 ]]; do
+		case $1 in
+		--jobs) jobs=${2:?}; shift 2 ;;
+		--if-changed) if_changed=1; shift ;;
+		*) die "unknown argument '$1'" ;;
+		esac
+	done
+	stamp=$CFSB_CACHE/build-each.passed
+	mapfile -t patches < <(series_patches)
+	want=$(files_hash "${patches[@]}")
+	if [[ $if_changed -eq 1 && $(cat "$stamp" 2>/dev/null) == "$want" ]]; then
+		log "this series already built and passed KUnit at every patch"
+		return 0
+	fi
+	rm -f "$stamp"
+	# The patched tree and its build directory: each step recompiles only
+	# what the patch touched, so any warning is its.
 	"$CFSB_ROOT/scripts/kernel-build.sh" --variant patched >/dev/null
-	mkdir -p "$build"
+	tree=$(kernel_tree patched)
+	build=$(kernel_build_dir patched x86_64 default)
+	head=$(git -C "$tree" rev-parse HEAD)
 	use_ccache
-	while read -r p; do
+	# shellcheck disable=SC2064 # the tree's HEAD now, not at exit
+	trap "git -C '$tree' checkout -q --detach '$head'" EXIT
+	for c in $(git -C "$tree" rev-list --reverse cfsb-base..HEAD); do
 		n=$((n + 1))
-		git -C "$scratch" am -q "$p" || die "patch $n does not apply: $p"
+		git -C "$tree" checkout -q --detach "$c"
 		t0=$(now_s)
-		# The full configuration at every step: options a later patch
-		# adds are dropped until it is applied, then come back.
-		cp "$(kernel_build_dir patched x86_64 default)/.config" "$build/.config"
-		make -s -C "$scratch" O="$build" CC="ccache gcc" olddefconfig >/dev/null
-		# Only what the patch touched is recompiled, so any warning is its.
-		if ! make -s -C "$scratch" O="$build" CC="ccache gcc" -j"$jobs" bzImage \
-			>"$build/build-$n.log" 2>&1; then
+		if ! make -s -C "$tree" O="$build" CC="ccache gcc" -j"$jobs" \
+			KBUILD_BUILD_USER=cfsb KBUILD_BUILD_HOST=qemu-guest >"$build/build-$n.log" 2>&1; then
 			tail -30 "$build/build-$n.log" >&2
-			die "the kernel does not build at patch $n: ${p##*/}"
+			die "the kernel does not build at patch $n: $(git -C "$tree" log -1 --format=%s)"
 		fi
 		if grep -q 'warning:' "$build/build-$n.log"; then
 			grep -A5 'warning:' "$build/build-$n.log" >&2
-			die "patch $n adds compiler warnings: ${p##*/}"
+			die "patch $n adds compiler warnings: $(git -C "$tree" log -1 --format=%s)"
 		fi
-		log "patch $n builds without warnings ($(($(now_s) - t0)) s): ${p##*/}"
-	done < <(series_patches)
+		log "patch $n builds without warnings ($(($(now_s) - t0)) s): $(git -C "$tree" log -1 --format=%s)"
+		[[ -e $tree/kernel/sched/fair_borrowing_kunit.c ]] && kunit=1
+		[[ $kunit -eq 1 ]] || continue
+		# shellcheck disable=SC2016 # expanded in the guest
+		if ! "$CFSB_ROOT/scripts/vm-run.sh" --kernel "$build/$(arch_image x86_64)" -- \
+			bash -c 'f=/sys/kernel/debug/kunit/sched_cfs_borrowing/results;
+				cat "$f" && grep -q "^ok [0-9]* sched_cfs_borrowing" "$f"' \
+			>"$build/kunit-$n.log" 2>&1; then
+			cat "$build/kunit-$n.log" >&2
+			die "KUnit fails at patch $n"
+		fi
+		log "patch $n passes KUnit: $(grep -c '^    ok ' "$build/kunit-$n.log") cases"
+	done
+	git -C "$tree" checkout -q --detach "$head"
+	trap - EXIT
+	# Back at the series' head: its last step's objects are the image's.
+	echo "$want" >"$stamp"
 }
 
 case ${1:-} in
-export) cmd_export ;;
+export) shift; cmd_export "$@" ;;
 checkpatch) cmd_checkpatch ;;
+check-selftests) cmd_check_selftests ;;
 build-each) shift; cmd_build_each "$@" ;;
 -h | --help | "") usage ;;
 *) usage >&2; die "unknown command '$1'" ;;

@@ -6,8 +6,11 @@
 #include <limits.h>
 #include <mntent.h>
 #include <sched.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +154,51 @@ long bcg_stat(const char *cg, const char *v2_key)
 	return ns < 0 ? ns : ns / 1000;
 }
 
+int bcg_borrow_stat(const char *cg, struct bcg_borrow_stat *st)
+{
+	static const char * const v1_keys[] = {
+		"borrowed_time", "borrow_deducted_time",
+		"borrow_outstanding_time", "borrow_dropped_time",
+	};
+	static const char * const v2_keys[] = {
+		"borrowed_usec", "borrow_deducted_usec",
+		"borrow_outstanding_usec", "borrow_dropped_usec",
+	};
+	long long *fields[] = {
+		&st->borrowed, &st->deducted, &st->outstanding, &st->dropped,
+	};
+	const char * const *keys = is_v1 ? v1_keys : v2_keys;
+	char buf[4096], *line;
+	int i, found = 0;
+
+	if (cg_read(cg, "cpu.stat", buf, sizeof(buf)))
+		return -1;
+	for (line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		char key[64];
+		long long val;
+
+		if (sscanf(line, "%63s %lld", key, &val) != 2)
+			continue;
+		if (!strcmp(key, "nr_borrow_periods")) {
+			st->periods = val;
+			found++;
+		}
+		for (i = 0; i < 4; i++) {
+			if (!strcmp(key, keys[i])) {
+				*fields[i] = is_v1 ? val : val * 1000;
+				found++;
+			}
+		}
+	}
+	return found == 5 ? 0 : -1;
+}
+
+long long bcg_borrow_rounding_ns(void)
+{
+	/* v2: each of four fields rounded down to a microsecond on its own. */
+	return is_v1 ? 0 : 2000;
+}
+
 long bcg_borrowing(const char *cg)
 {
 	return cg_read_long(cg, BORROWING_FILE);
@@ -166,6 +214,14 @@ int bcg_charge(const char *cg, long usec)
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%ld", usec);
+	return bcg_write_borrowing(cg, buf);
+}
+
+int bcg_charge_for(const char *cg, long usec, pid_t worker)
+{
+	char buf[48];
+
+	snprintf(buf, sizeof(buf), "%ld %d", usec, worker);
 	return bcg_write_borrowing(cg, buf);
 }
 
@@ -220,4 +276,104 @@ long bcg_now_usec(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * USEC_PER_SEC + ts.tv_nsec / 1000;
+}
+
+pid_t bcg_start_sleeper(const char *cg)
+{
+	char buf[32];
+	pid_t pid;
+
+	pid = fork();
+	if (pid)
+		return pid;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	snprintf(buf, sizeof(buf), "%d", getpid());
+	if (cg_write(cg, "cgroup.procs", buf))
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+static struct bcg_threads *spinning;
+
+static long thread_cpu_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * USEC_PER_SEC + ts.tv_nsec / 1000;
+}
+
+static void *spin(void *arg)
+{
+	struct bcg_thread_stats *st = arg;
+	long last = bcg_now_usec(), cpu0 = thread_cpu_usec(), now;
+	int epoch = __atomic_load_n(spinning->epoch, __ATOMIC_RELAXED);
+
+	for (;;) {
+		now = bcg_now_usec();
+		if (epoch != __atomic_load_n(spinning->epoch, __ATOMIC_RELAXED)) {
+			epoch = __atomic_load_n(spinning->epoch, __ATOMIC_RELAXED);
+			cpu0 = thread_cpu_usec();
+			st->max_stall_usec = 0;
+			last = now;
+		}
+		if (now - last > st->max_stall_usec)
+			st->max_stall_usec = now - last;
+		last = now;
+		st->cpu_usec = thread_cpu_usec() - cpu0;
+	}
+	return NULL;
+}
+
+int bcg_start_threads(const char *cg, int nr, struct bcg_threads *t)
+{
+	size_t size = sizeof(*t->stats) * BCG_MAX_THREADS + sizeof(int);
+	char buf[32];
+	pthread_t th;
+	void *shared;
+	int i;
+
+	if (nr < 1 || nr > BCG_MAX_THREADS)
+		return -1;
+	shared = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED)
+		return -1;
+	memset(shared, 0, size);
+	t->nr = nr;
+	t->stats = shared;
+	t->epoch = (int *)(t->stats + BCG_MAX_THREADS);
+
+	t->pid = fork();
+	if (t->pid < 0)
+		return -1;
+	if (t->pid)
+		return 0;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	snprintf(buf, sizeof(buf), "%d", getpid());
+	if (cg_write(cg, "cgroup.procs", buf))
+		_exit(1);
+	spinning = t;
+	for (i = 1; i < nr; i++) {
+		if (pthread_create(&th, NULL, spin, &t->stats[i]))
+			_exit(1);
+	}
+	spin(&t->stats[0]);
+	_exit(0);
+}
+
+void bcg_threads_reset(struct bcg_threads *t)
+{
+	__atomic_fetch_add(t->epoch, 1, __ATOMIC_RELAXED);
+}
+
+void bcg_stop_threads(struct bcg_threads *t)
+{
+	if (t->pid > 0) {
+		kill(t->pid, SIGKILL);
+		waitpid(t->pid, NULL, 0);
+		t->pid = 0;
+	}
 }

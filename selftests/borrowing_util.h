@@ -36,18 +36,57 @@ long bcg_usage_usec(const char *cg);
  */
 long bcg_stat(const char *cg, const char *v2_key);
 
+/*
+ * The borrowing counters of cpu.stat, from one read: in ns (cgroup v1 shows
+ * ns; v2 us, multiplied here, each rounded down on its own by the kernel).
+ */
+struct bcg_borrow_stat {
+	long long periods;
+	long long borrowed, deducted, outstanding, dropped;
+};
+
+int bcg_borrow_stat(const char *cg, struct bcg_borrow_stat *st);
+/* How far deducted + outstanding + dropped may be below borrowed, in ns. */
+long long bcg_borrow_rounding_ns(void);
+
 /* The outstanding borrowing, or -1. */
 long bcg_borrowing(const char *cg);
 /* Writes a string to cpu.cfs.borrowing_us: 0 or -errno. */
 int bcg_write_borrowing(const char *cg, const char *value);
 /* Charges @usec: 0 or -errno. */
 int bcg_charge(const char *cg, long usec);
+/* Charges @usec spent by @worker ("USEC PID"): 0 or -errno. */
+int bcg_charge_for(const char *cg, long usec, pid_t worker);
 
 /* sched_cfs_bandwidth_slice_us, or -1. */
 long bcg_bandwidth_slice_usec(void);
 
 /* Starts a process that spins on CPU @cpu inside @cg; returns its pid. */
 pid_t bcg_start_hog(const char *cg, int cpu);
+/* Starts a process that sleeps inside @cg; returns its pid. */
+pid_t bcg_start_sleeper(const char *cg);
+
+/*
+ * A process in @cg with @nr threads that spin on any CPU, each recording
+ * its longest stall (wall time between two consecutive clock reads) and its
+ * CPU time, since the last bcg_threads_reset().
+ */
+#define BCG_MAX_THREADS 16
+struct bcg_thread_stats {
+	long max_stall_usec;
+	long cpu_usec;
+};
+
+struct bcg_threads {
+	pid_t pid;
+	int nr;
+	struct bcg_thread_stats *stats;	/* shared with the process */
+	int *epoch;			/* read and written atomically */
+};
+
+int bcg_start_threads(const char *cg, int nr, struct bcg_threads *t);
+void bcg_threads_reset(struct bcg_threads *t);
+void bcg_stop_threads(struct bcg_threads *t);
 
 /* Sleeps @usec microseconds, whatever signals arrive. */
 void bcg_sleep_usec(long usec);

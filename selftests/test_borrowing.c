@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Tests of cpu.cfs.borrowing_us, on whichever of cgroup v1 or v2 holds the
- * cpu controller: the interface, its errors and permissions, and what
- * charges do to a CPU hog under CFS bandwidth control.
+ * cpu controller: the interface, its errors and permissions, who owes a
+ * charge, and what charges do to CPU hogs under CFS bandwidth control.
+ *
+ * The first refill after a quota is set comes anywhere in the first period,
+ * so no exact check reads what a refill changes: exact checks are on what
+ * only charges change (borrowed, dropped), and on sums from one cpu.stat
+ * read (borrowed = deducted + outstanding + dropped).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,19 +23,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "cgroup_util.h"
 #include "borrowing_util.h"
 
 #define PERIOD_US	(100 * USEC_PER_MSEC)
 #define QUOTA_US	(50 * USEC_PER_MSEC)
-/* 10 periods: all but one quota may be outstanding. */
-#define BOUND_US	(9 * QUOTA_US)
+/* A level owes at most one second's worth of its effective quota. */
+#define BOUND_US	(10 * QUOTA_US)
 #define NOBODY		65534
-/* The longest period: the first refill comes a second after the quota is set. */
 #define SLOW_PERIOD_US	USEC_PER_SEC
 /* Periods after which an idle group's period timer has stopped. */
 #define TIMER_IDLE_US	(4 * PERIOD_US)
+#define NS(us)		((long long)(us) * 1000)
+/* The largest charge accepted: 2^44 - 1 us. */
+#define MAX_CHARGE_US	17592186044415LL
 
 FIXTURE(borrowing) {
 	char *parent;
@@ -60,16 +67,30 @@ FIXTURE_TEARDOWN(borrowing)
 	bcg_destroy(self->parent);
 }
 
-/*
- * Gives @cg a quota per second, the longest period: as setting a quota
- * restarts the period timer, nothing is paid off for a second, and reads
- * of the charges made meanwhile are exact.
- */
-static void set_slow_bandwidth(struct __test_metadata *_metadata, const char *cg,
-			       long quota_us)
+static void set_bandwidth(struct __test_metadata *_metadata, const char *cg,
+			  long quota_us)
 {
-	ASSERT_EQ(0, bcg_set_bandwidth(cg, quota_us, SLOW_PERIOD_US));
+	ASSERT_EQ(0, bcg_set_bandwidth(cg, quota_us, PERIOD_US));
 }
+
+/* One cpu.stat read of @cg; its counters must add up. */
+#define BORROW_STAT(cg) ({						\
+	const char *__cg = (cg);					\
+	struct bcg_borrow_stat __st;					\
+	ASSERT_EQ(0, bcg_borrow_stat(__cg, &__st));			\
+	EXPECT_LE(__st.deducted + __st.outstanding + __st.dropped,	\
+		  __st.borrowed) TH_LOG("%s: counters above borrowed", __cg); \
+	EXPECT_GE(__st.deducted + __st.outstanding + __st.dropped +	\
+		  bcg_borrow_rounding_ns(), __st.borrowed)		\
+		TH_LOG("%s: counters below borrowed", __cg);		\
+	__st;								\
+})
+
+/* What a level has been charged and not dropped: deducted or still owed. */
+#define OWED_OR_PAID(cg) ({						\
+	struct bcg_borrow_stat __s = BORROW_STAT(cg);			\
+	__s.borrowed - __s.dropped;					\
+})
 
 /* Runs @fn in a child process and returns its exit status. */
 static int in_child(int (*fn)(const char *cg), const char *cg)
@@ -110,32 +131,38 @@ TEST(absent_on_root)
 
 TEST_F(borrowing, present_and_zero)
 {
-	static const char * const keys[] = {
-		"nr_borrow_periods", "borrowed_usec",
-		"borrow_deducted_usec", "borrow_dropped_usec",
-	};
-	int i;
+	struct bcg_borrow_stat st = BORROW_STAT(self->child);
 
 	EXPECT_EQ(0, bcg_borrowing(self->parent));
 	EXPECT_EQ(0, bcg_borrowing(self->child));
-	for (i = 0; i < ARRAY_SIZE(keys); i++)
-		EXPECT_EQ(0, bcg_stat(self->child, keys[i])) TH_LOG("cpu.stat key #%d", i);
+	EXPECT_EQ(0, st.periods);
+	EXPECT_EQ(0, st.borrowed);
+	EXPECT_EQ(0, st.deducted);
+	EXPECT_EQ(0, st.outstanding);
+	EXPECT_EQ(0, st.dropped);
 }
 
-TEST_F(borrowing, round_trip)
+TEST_F(borrowing, charges_add_up)
 {
-	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
+	struct bcg_borrow_stat before, after;
+	long read;
 
+	set_bandwidth(_metadata, self->child, QUOTA_US);
 	ASSERT_EQ(0, bcg_charge(self->child, 1234));
-	EXPECT_EQ(1234, bcg_borrowing(self->child));
 	ASSERT_EQ(0, bcg_charge(self->child, 66));
-	EXPECT_EQ(1300, bcg_borrowing(self->child));
 	ASSERT_EQ(0, bcg_write_borrowing(self->child, "0\n"));
-	EXPECT_EQ(1300, bcg_borrowing(self->child));
-	EXPECT_EQ(1300, bcg_stat(self->child, "borrowed_usec"));
-	EXPECT_EQ(0, bcg_stat(self->child, "borrow_dropped_usec"));
-	/* Charging one group does not charge its parent. */
-	EXPECT_EQ(0, bcg_borrowing(self->parent));
+	ASSERT_EQ(0, bcg_write_borrowing(self->child, "+100"));
+
+	/* The file reads what is still owed: nothing can be added meanwhile. */
+	before = BORROW_STAT(self->child);
+	read = bcg_borrowing(self->child);
+	after = BORROW_STAT(self->child);
+	EXPECT_EQ(NS(1400), before.borrowed);
+	EXPECT_EQ(0, before.dropped);
+	EXPECT_LE(after.outstanding / 1000, read);
+	EXPECT_GE(before.outstanding / 1000, read);
+	/* The writer is in the root group: the parent has no quota to pay. */
+	EXPECT_EQ(0, BORROW_STAT(self->parent).borrowed);
 }
 
 TEST_F(borrowing, bad_input)
@@ -151,22 +178,29 @@ TEST_F(borrowing, bad_input)
 		{ " ", -EINVAL },
 		{ "1.5", -EINVAL },
 		{ "12abc", -EINVAL },
-		{ "1 2", -EINVAL },
 		{ "0x10", -EINVAL },
+		{ "1 2 3", -EINVAL },
+		{ "1 0", -EINVAL },
+		{ "1 -5", -EINVAL },
+		{ "1 pid", -EINVAL },
+		{ "1 99999999999", -EINVAL },
+		{ "1 2147483647", -ESRCH },
+		{ "17592186044416", -ERANGE },		/* 2^44 */
 		{ "18446744073709551616", -ERANGE },	/* 2^64 */
 		{ "99999999999999999999999", -ERANGE },
-		{ "18446744073709552", -ERANGE },	/* > U64_MAX ns */
 	};
+	struct bcg_borrow_stat st;
 	char path[PATH_MAX];
 	int i, fd;
 
-	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
 	ASSERT_EQ(0, bcg_charge(self->child, 777));
 
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
-		EXPECT_EQ(cases[i].err, bcg_write_borrowing(self->child, cases[i].value))
-			TH_LOG("writing '%s'", cases[i].value);
-		EXPECT_EQ(777, bcg_borrowing(self->child)) TH_LOG("after '%s'", cases[i].value);
+		const char *value = cases[i].value;
+
+		EXPECT_EQ(cases[i].err, bcg_write_borrowing(self->child, value))
+			TH_LOG("writing case %d", i);
 	}
 
 	/* An empty write changes nothing either. */
@@ -175,72 +209,135 @@ TEST_F(borrowing, bad_input)
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(0, write(fd, "", 0));
 	close(fd);
-	EXPECT_EQ(777, bcg_borrowing(self->child));
-	EXPECT_EQ(777, bcg_stat(self->child, "borrowed_usec"));
-	EXPECT_EQ(0, bcg_stat(self->child, "borrow_dropped_usec"));
+
+	st = BORROW_STAT(self->child);
+	EXPECT_EQ(NS(777), st.borrowed);
+	EXPECT_EQ(0, st.dropped);
 }
 
 TEST_F(borrowing, bounded_and_clamped)
 {
-	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
+	struct bcg_borrow_stat st;
+	long long dropped;
 
-	/* The largest value accepted: far above the bound, which it fills. */
-	ASSERT_EQ(0, bcg_write_borrowing(self->child, "18446744073709551"));
-	EXPECT_EQ(BOUND_US, bcg_borrowing(self->child));
-	ASSERT_EQ(0, bcg_charge(self->child, 10 * USEC_PER_SEC));
-	EXPECT_EQ(BOUND_US, bcg_borrowing(self->child));
-	EXPECT_EQ(BOUND_US, bcg_stat(self->child, "borrowed_usec"));
+	set_bandwidth(_metadata, self->child, QUOTA_US);
 
-	/* A smaller quota shrinks the bound: 9 x 20ms. */
-	ASSERT_EQ(0, bcg_set_bandwidth(self->child, 20 * USEC_PER_MSEC, SLOW_PERIOD_US));
-	EXPECT_LE(bcg_borrowing(self->child), 180 * USEC_PER_MSEC);
-	EXPECT_EQ(0, bcg_stat(self->child, "borrowed_usec") -
-		     bcg_stat(self->child, "borrow_deducted_usec") -
-		     bcg_borrowing(self->child) -
-		     (BOUND_US - 180 * USEC_PER_MSEC))
-		TH_LOG("borrowed = deducted + outstanding + clamped");
+	/* The largest charge: one second's worth of quota is kept. */
+	ASSERT_EQ(0, bcg_write_borrowing(self->child, "17592186044415"));
+	st = BORROW_STAT(self->child);
+	EXPECT_EQ(NS(MAX_CHARGE_US), st.borrowed);
+	EXPECT_EQ(NS(MAX_CHARGE_US - BOUND_US), st.dropped);
+	EXPECT_GE(NS(BOUND_US), st.outstanding);
+	ASSERT_EQ(0, bcg_write_borrowing(self->child, "17592186044415"));
+	dropped = BORROW_STAT(self->child).dropped;
+	EXPECT_LE(NS(2 * MAX_CHARGE_US - 2 * BOUND_US), dropped);
+
+	/* A smaller quota shrinks the bound to 10 x 20 ms. */
+	set_bandwidth(_metadata, self->child, 20 * USEC_PER_MSEC);
+	st = BORROW_STAT(self->child);
+	EXPECT_GE(NS(200 * USEC_PER_MSEC), st.outstanding);
+	EXPECT_LT(dropped, st.dropped);
 }
 
-TEST_F(borrowing, no_quota_charges_ancestor)
+TEST_F(borrowing, limited_ancestors_owe_too)
 {
-	set_slow_bandwidth(_metadata, self->parent, QUOTA_US);
+	set_bandwidth(_metadata, self->parent, 2 * QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
+
+	/* The writer is in the root group: both limited levels owe. */
+	ASSERT_EQ(0, bcg_charge(self->child, 5000));
+	EXPECT_EQ(NS(5000), BORROW_STAT(self->child).borrowed);
+	EXPECT_EQ(NS(5000), BORROW_STAT(self->parent).borrowed);
+	EXPECT_EQ(0, BORROW_STAT(self->parent).dropped);
+}
+
+TEST_F(borrowing, unlimited_group_charges_its_limited_ancestors)
+{
+	struct bcg_borrow_stat st;
+
+	set_bandwidth(_metadata, self->parent, QUOTA_US);
 
 	ASSERT_EQ(0, bcg_charge(self->child, 5000));
+	st = BORROW_STAT(self->child);
+	EXPECT_EQ(0, st.borrowed);
+	EXPECT_EQ(0, st.dropped);
 	EXPECT_EQ(0, bcg_borrowing(self->child));
-	EXPECT_EQ(5000, bcg_borrowing(self->parent));
-	EXPECT_EQ(5000, bcg_stat(self->parent, "borrowed_usec"));
-	EXPECT_EQ(0, bcg_stat(self->child, "borrowed_usec"));
-	EXPECT_EQ(0, bcg_stat(self->child, "borrow_dropped_usec"));
+	EXPECT_EQ(NS(5000), BORROW_STAT(self->parent).borrowed);
 }
 
-TEST_F(borrowing, no_quota_anywhere_drops)
+TEST_F(borrowing, no_quota_on_the_path_drops)
 {
+	struct bcg_borrow_stat st;
+
 	ASSERT_EQ(0, bcg_charge(self->child, 5000));
-	EXPECT_EQ(0, bcg_borrowing(self->child));
-	EXPECT_EQ(0, bcg_borrowing(self->parent));
-	EXPECT_EQ(5000, bcg_stat(self->child, "borrow_dropped_usec"));
-	EXPECT_EQ(0, bcg_stat(self->child, "borrowed_usec"));
+	st = BORROW_STAT(self->child);
+	EXPECT_EQ(NS(5000), st.borrowed);
+	EXPECT_EQ(NS(5000), st.dropped);
+	EXPECT_EQ(0, BORROW_STAT(self->parent).borrowed);
 }
 
-TEST_F(borrowing, quota_removed_moves_to_ancestor)
+TEST_F(borrowing, worker_names_the_cut)
 {
-	set_slow_bandwidth(_metadata, self->parent, QUOTA_US);
-	set_slow_bandwidth(_metadata, self->child, 20 * USEC_PER_MSEC);
+	char *sibling = bcg_create(self->parent, "worker");
+	pid_t beside, inside;
 
-	ASSERT_EQ(0, bcg_charge(self->child, 100 * USEC_PER_MSEC));
-	EXPECT_EQ(100 * USEC_PER_MSEC, bcg_borrowing(self->child));
-	ASSERT_EQ(0, bcg_set_bandwidth(self->child, -1, SLOW_PERIOD_US));
-	EXPECT_EQ(0, bcg_borrowing(self->child));
-	EXPECT_EQ(100 * USEC_PER_MSEC, bcg_borrowing(self->parent));
-	EXPECT_EQ(100 * USEC_PER_MSEC, bcg_stat(self->parent, "borrowed_usec"));
+	ASSERT_NE(NULL, sibling);
+	set_bandwidth(_metadata, self->parent, 2 * QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
+	beside = bcg_start_sleeper(sibling);
+	inside = bcg_start_sleeper(self->child);
+	ASSERT_LT(0, beside);
+	ASSERT_LT(0, inside);
+	bcg_sleep_usec(50 * USEC_PER_MSEC);
+
+	/* A worker under the parent: the parent's runtime already paid. */
+	ASSERT_EQ(0, bcg_charge_for(self->child, 3000, beside));
+	EXPECT_EQ(NS(3000), BORROW_STAT(self->child).borrowed);
+	EXPECT_EQ(0, BORROW_STAT(self->parent).borrowed);
+
+	/* A worker inside the client: it was charged already, dropped. */
+	ASSERT_EQ(0, bcg_charge_for(self->child, 4000, inside));
+	EXPECT_EQ(NS(7000), BORROW_STAT(self->child).borrowed);
+	EXPECT_EQ(NS(4000), BORROW_STAT(self->child).dropped);
+	EXPECT_EQ(0, BORROW_STAT(self->parent).borrowed);
+
+	/* The writer itself, in the root group: both levels owe. */
+	ASSERT_EQ(0, bcg_charge_for(self->child, 5000, getpid()));
+	EXPECT_EQ(NS(5000), BORROW_STAT(self->parent).borrowed);
+
+	kill(beside, SIGKILL);
+	kill(inside, SIGKILL);
+	waitpid(beside, NULL, 0);
+	waitpid(inside, NULL, 0);
+	free(sibling);
 }
 
-TEST_F(borrowing, removed_with_borrowing_pending)
+TEST_F(borrowing, quota_removed_drops_only_its_part)
+{
+	struct bcg_borrow_stat st;
+	long long owed;
+
+	set_bandwidth(_metadata, self->parent, 2 * QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
+	ASSERT_EQ(0, bcg_charge(self->child, 400 * USEC_PER_MSEC));
+
+	ASSERT_EQ(0, bcg_set_bandwidth(self->child, -1, PERIOD_US));
+	st = BORROW_STAT(self->child);
+	EXPECT_EQ(0, st.outstanding);
+	EXPECT_EQ(0, bcg_borrowing(self->child));
+	EXPECT_EQ(NS(400 * USEC_PER_MSEC), st.borrowed);
+	/* The parent keeps its part: nothing moved, nothing dropped. */
+	owed = OWED_OR_PAID(self->parent);
+	EXPECT_EQ(NS(400 * USEC_PER_MSEC), owed);
+}
+
+TEST_F(borrowing, removed_group_drops_only_its_part)
 {
 	char path[PATH_MAX];
 	int fd;
 
-	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
+	set_bandwidth(_metadata, self->parent, 2 * QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
 	ASSERT_EQ(0, bcg_charge(self->child, 400 * USEC_PER_MSEC));
 	snprintf(path, sizeof(path), "%s/%s", self->child, BORROWING_FILE);
 	fd = open(path, O_WRONLY);
@@ -251,7 +348,279 @@ TEST_F(borrowing, removed_with_borrowing_pending)
 	EXPECT_EQ(-1, write(fd, "1000", 4));
 	EXPECT_EQ(ENODEV, errno);
 	close(fd);
-	EXPECT_EQ(0, bcg_borrowing(self->parent));
+	EXPECT_EQ(NS(400 * USEC_PER_MSEC), OWED_OR_PAID(self->parent));
+}
+
+TEST_F(borrowing, bound_by_effective_quota)
+{
+	if (bcg_is_v1())
+		SKIP(return, "cgroup v1 refuses a child quota above its parent's");
+
+	/* 200 ms under a parent's 50 ms: it can really get 50 ms a period. */
+	set_bandwidth(_metadata, self->parent, QUOTA_US);
+	set_bandwidth(_metadata, self->child, 4 * QUOTA_US);
+	ASSERT_EQ(0, bcg_write_borrowing(self->child, "17592186044415"));
+	EXPECT_EQ(NS(BOUND_US), OWED_OR_PAID(self->child));
+	EXPECT_EQ(NS(BOUND_US), OWED_OR_PAID(self->parent));
+}
+
+TEST_F(borrowing, configuration_writes_do_not_pay)
+{
+	struct bcg_borrow_stat before, after;
+	long periods_before, periods_after;
+	int i;
+
+	/* A hog takes the whole runtime: only the refills' new runtime pays. */
+	set_bandwidth(_metadata, self->child, QUOTA_US);
+	self->hog = bcg_start_hog(self->child, 0);
+	ASSERT_LT(0, self->hog);
+	bcg_sleep_usec(3 * PERIOD_US);
+	ASSERT_EQ(0, bcg_set_bandwidth(self->child, 5 * QUOTA_US, SLOW_PERIOD_US));
+	ASSERT_EQ(0, bcg_charge(self->child, 2 * USEC_PER_SEC));
+
+	periods_before = bcg_stat(self->child, "nr_periods");
+	before = BORROW_STAT(self->child);
+	for (i = 0; i < 10; i++) {
+		ASSERT_EQ(0, bcg_set_bandwidth(self->child, 5 * QUOTA_US, SLOW_PERIOD_US));
+		ASSERT_EQ(0, bcg_set_burst(self->child, 0));
+	}
+	after = BORROW_STAT(self->child);
+	periods_after = bcg_stat(self->child, "nr_periods");
+
+	/* Each refill pays at most what it adds, a quota, and what was left. */
+	TH_LOG("%ld refills, %lld us paid, during 20 configuration writes",
+	       periods_after - periods_before, (after.deducted - before.deducted) / 1000);
+	EXPECT_GE((periods_after - periods_before) * NS(2 * 5 * QUOTA_US),
+		  after.deducted - before.deducted);
+	EXPECT_GE(periods_after - periods_before, after.periods - before.periods);
+}
+
+/*
+ * A group that does not run pays too: it may be waiting for the very worker
+ * that charges it (a container blocked on its logger's full pipe).
+ */
+TEST_F(borrowing, idle_group_pays)
+{
+	long paid = 3 * QUOTA_US;
+	struct bcg_borrow_stat st;
+
+	set_bandwidth(_metadata, self->child, QUOTA_US);
+	/* No task: its period timer stops, as for any idle group. */
+	bcg_sleep_usec(TIMER_IDLE_US);
+	ASSERT_EQ(0, bcg_charge(self->child, paid));
+	bcg_sleep_usec(5 * PERIOD_US);
+	st = BORROW_STAT(self->child);
+	EXPECT_EQ(0, st.outstanding);
+	EXPECT_EQ(NS(paid), st.deducted);
+	EXPECT_LE(2, st.periods);
+	EXPECT_EQ(0, bcg_usage_usec(self->child));
+}
+
+/*
+ * Runs a hog in @hog_cg for @duration_us while charging @charge_us to
+ * @charge_cg every @interval_us, and returns the CPU time the hog's group
+ * used, scaled to exactly @duration_us of wall time.
+ */
+static long hog_usage_under_charges(struct __test_metadata *_metadata,
+				    pid_t *hog, const char *hog_cg,
+				    const char *charge_cg, long charge_us,
+				    long interval_us, long duration_us)
+{
+	long start, usage, next, end;
+
+	if (!*hog) {
+		*hog = bcg_start_hog(hog_cg, 0);
+		ASSERT_LT(0, *hog);
+		/* Let it settle into its bandwidth. */
+		bcg_sleep_usec(3 * PERIOD_US);
+	}
+
+	usage = bcg_usage_usec(hog_cg);
+	start = bcg_now_usec();
+	end = start + duration_us;
+	for (next = start; next < end; next += interval_us) {
+		if (charge_us)
+			EXPECT_EQ(0, bcg_charge(charge_cg, charge_us));
+		bcg_sleep_usec(next + interval_us - bcg_now_usec());
+	}
+	usage = bcg_usage_usec(hog_cg) - usage;
+	return usage * duration_us / (bcg_now_usec() - start);
+}
+
+/* @usage_us in @duration_us is @share_pct of a CPU, within 5 points. */
+#define EXPECT_SHARE(usage_us, duration_us, share_pct) do {			\
+	long __pct10 = (usage_us) * 1000 / (duration_us);			\
+	int __share = (share_pct);						\
+	TH_LOG("%ld.%ld%% of a CPU, %d%% expected", __pct10 / 10, __pct10 % 10,	\
+	       __share);							\
+	EXPECT_LE((__share - 5) * 10, __pct10);				\
+	EXPECT_GE((__share + 5) * 10, __pct10);				\
+} while (0)
+
+TEST_F(borrowing, charges_reduce_share)
+{
+	long base, charged;
+
+	set_bandwidth(_metadata, self->child, QUOTA_US);
+	base = hog_usage_under_charges(_metadata, &self->hog, self->child, self->child,
+				       0, PERIOD_US, 2 * USEC_PER_SEC);
+	EXPECT_SHARE(base, 2 * USEC_PER_SEC, 50);
+	/* 20 ms of every 100 ms period charged: (50 - 20) / 100 of a CPU. */
+	charged = hog_usage_under_charges(_metadata, &self->hog, self->child, self->child,
+					  20 * USEC_PER_MSEC, PERIOD_US, 3 * USEC_PER_SEC);
+	EXPECT_SHARE(charged, 3 * USEC_PER_SEC, 30);
+	/* What was charged was paid, but for the last period or two. */
+	EXPECT_GE(NS(40 * USEC_PER_MSEC), BORROW_STAT(self->child).outstanding);
+}
+
+TEST_F(borrowing, charges_reduce_share_with_burst)
+{
+	long charged;
+
+	set_bandwidth(_metadata, self->child, QUOTA_US);
+	ASSERT_EQ(0, bcg_set_burst(self->child, QUOTA_US));
+	charged = hog_usage_under_charges(_metadata, &self->hog, self->child, self->child,
+					  20 * USEC_PER_MSEC, PERIOD_US, 3 * USEC_PER_SEC);
+	EXPECT_SHARE(charged, 3 * USEC_PER_SEC, 30);
+}
+
+TEST_F(borrowing, parent_limit_pays_for_child)
+{
+	long charged;
+
+	set_bandwidth(_metadata, self->parent, QUOTA_US);
+	charged = hog_usage_under_charges(_metadata, &self->hog, self->child, self->child,
+					  20 * USEC_PER_MSEC, PERIOD_US, 3 * USEC_PER_SEC);
+	EXPECT_SHARE(charged, 3 * USEC_PER_SEC, 30);
+	EXPECT_LT(0, BORROW_STAT(self->parent).deducted);
+	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
+}
+
+/*
+ * A hog under a parent limited to one CPU, and its limited, idle sibling
+ * charged half the wall time: the parent owes that half too, as if the
+ * sibling had used it, and the hog keeps about the other half.
+ */
+TEST_F(borrowing, charged_sibling_costs_the_parent)
+{
+	char *hog_cg = bcg_create(self->parent, "hog");
+	long usage;
+
+	ASSERT_NE(NULL, hog_cg);
+	set_bandwidth(_metadata, self->parent, PERIOD_US);
+	set_bandwidth(_metadata, self->child, PERIOD_US / 2);
+	usage = hog_usage_under_charges(_metadata, &self->hog, hog_cg, self->child,
+					50 * USEC_PER_MSEC, PERIOD_US, 3 * USEC_PER_SEC);
+	EXPECT_SHARE(usage, 3 * USEC_PER_SEC, 50);
+	free(hog_cg);
+}
+
+TEST_F(borrowing, debt_above_quota_throttles_then_is_paid)
+{
+	long during, after, start, slice;
+	struct bcg_borrow_stat st;
+
+	slice = bcg_bandwidth_slice_usec();
+	ASSERT_LT(0, slice);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
+	self->hog = bcg_start_hog(self->child, 0);
+	ASSERT_LT(0, self->hog);
+	bcg_sleep_usec(3 * PERIOD_US);
+
+	/* Six periods' quota: the next periods keep a slice each and pay. */
+	start = bcg_usage_usec(self->child);
+	ASSERT_EQ(0, bcg_charge(self->child, 6 * QUOTA_US));
+	bcg_sleep_usec(5 * PERIOD_US);
+	during = bcg_usage_usec(self->child) - start;
+	EXPECT_LT(0, bcg_borrowing(self->child));
+
+	bcg_sleep_usec(5 * PERIOD_US);
+	st = BORROW_STAT(self->child);
+	EXPECT_EQ(0, st.outstanding);
+	EXPECT_EQ(NS(6 * QUOTA_US), st.deducted);
+	EXPECT_LE(6, st.periods);
+
+	after = hog_usage_under_charges(_metadata, &self->hog, self->child, self->child,
+					0, PERIOD_US, 2 * USEC_PER_SEC);
+	TH_LOG("hog: %ld us in the 500 ms after a 300 ms charge", during);
+	/* What was left of the current period, then a slice (and a tick) each. */
+	EXPECT_GE(QUOTA_US + 5 * 2 * slice, during);
+	EXPECT_SHARE(after, 2 * USEC_PER_SEC, 50);
+}
+
+static int online_cpus(void)
+{
+	return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+static long longest_stall(const struct bcg_threads *t)
+{
+	long max = 0;
+	int i;
+
+	for (i = 0; i < t->nr; i++)
+		max = t->stats[i].max_stall_usec > max ? t->stats[i].max_stall_usec : max;
+	return max;
+}
+
+/*
+ * Charged far faster than it can pay, a group keeps a bandwidth slice on
+ * every CPU it runs on in every period: no thread stalls for more than a
+ * period longer than without charges (emulated CPUs stall on their own), and
+ * each gets CPU time.
+ */
+TEST_F(borrowing, every_cpu_progresses_every_period)
+{
+	int i, nr = online_cpus();
+	long slice, uncharged;
+	struct bcg_threads t;
+
+	slice = bcg_bandwidth_slice_usec();
+	ASSERT_LT(0, slice);
+	ASSERT_GE(BCG_MAX_THREADS, nr);
+	set_bandwidth(_metadata, self->child, nr * QUOTA_US);
+	ASSERT_EQ(0, bcg_start_threads(self->child, nr, &t));
+	self->hog = t.pid;
+	bcg_sleep_usec(3 * PERIOD_US);
+	bcg_threads_reset(&t);
+	bcg_sleep_usec(USEC_PER_SEC);
+	uncharged = longest_stall(&t);
+
+	/* Reach the bound, then keep it there while measuring. */
+	hog_usage_under_charges(_metadata, &self->hog, self->child, self->child,
+				USEC_PER_SEC, PERIOD_US / 2, 3 * PERIOD_US);
+	bcg_threads_reset(&t);
+	hog_usage_under_charges(_metadata, &self->hog, self->child, self->child,
+				USEC_PER_SEC, PERIOD_US / 2, 2 * USEC_PER_SEC);
+	TH_LOG("%d threads: longest stall %ld ms uncharged", nr, uncharged / USEC_PER_MSEC);
+	for (i = 0; i < nr; i++) {
+		TH_LOG("thread %d: longest stall %ld ms, %ld ms of CPU in 2 s at the bound",
+		       i, t.stats[i].max_stall_usec / USEC_PER_MSEC,
+		       t.stats[i].cpu_usec / USEC_PER_MSEC);
+		EXPECT_GE(uncharged + PERIOD_US, t.stats[i].max_stall_usec);
+		EXPECT_LE(2 * slice, t.stats[i].cpu_usec);
+	}
+	EXPECT_LT(0, BORROW_STAT(self->child).dropped);
+	bcg_stop_threads(&t);
+	self->hog = 0;
+}
+
+TEST_F(borrowing, indebted_group_killed_promptly)
+{
+	long start;
+	int status;
+
+	set_bandwidth(_metadata, self->child, QUOTA_US);
+	hog_usage_under_charges(_metadata, &self->hog, self->child, self->child,
+				USEC_PER_SEC, PERIOD_US / 2, 3 * PERIOD_US);
+	ASSERT_EQ(0, bcg_charge(self->child, BOUND_US));
+	start = bcg_now_usec();
+	kill(self->hog, SIGKILL);
+	ASSERT_EQ(self->hog, waitpid(self->hog, &status, 0));
+	self->hog = 0;
+	TH_LOG("killed in %ld ms", (bcg_now_usec() - start) / USEC_PER_MSEC);
+	/* It runs in every period: a period and the exit's own work. */
+	EXPECT_GE(3 * PERIOD_US, bcg_now_usec() - start);
 }
 
 static int write_charge(const char *cg)
@@ -270,7 +639,7 @@ TEST_F(borrowing, nonroot_cannot_write)
 {
 	char path[PATH_MAX];
 
-	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
 	/* The file's mode keeps others out ... */
 	EXPECT_EQ(2, in_child(write_as_nobody, self->child));
 	/* ... and owning it, as in a delegated subtree, does not help. */
@@ -278,7 +647,7 @@ TEST_F(borrowing, nonroot_cannot_write)
 	ASSERT_EQ(0, chown(path, NOBODY, NOBODY));
 	ASSERT_EQ(0, chown(self->child, NOBODY, NOBODY));
 	EXPECT_EQ(1, in_child(write_as_nobody, self->child));
-	EXPECT_EQ(0, bcg_borrowing(self->child));
+	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
 }
 
 static int write_in_user_ns(const char *cg)
@@ -295,9 +664,9 @@ static int write_in_user_ns(const char *cg)
 
 TEST_F(borrowing, user_namespace_root_cannot_write)
 {
-	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
 	EXPECT_EQ(1, in_child(write_in_user_ns, self->child));
-	EXPECT_EQ(0, bcg_borrowing(self->child));
+	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
 }
 
 static int write_in_cgroup_ns(const char *cg)
@@ -311,9 +680,9 @@ static int write_in_cgroup_ns(const char *cg)
 /* A container given CAP_SYS_ADMIN without a user namespace has the host's. */
 TEST_F(borrowing, cgroup_namespace_cannot_write)
 {
-	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
 	EXPECT_EQ(1, in_child(write_in_cgroup_ns, self->child));
-	EXPECT_EQ(0, bcg_borrowing(self->child));
+	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
 }
 
 static int write_in_pid_ns(const char *cg)
@@ -326,17 +695,17 @@ static int write_in_pid_ns(const char *cg)
 
 TEST_F(borrowing, pid_namespace_cannot_write)
 {
-	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
 	EXPECT_EQ(1, in_child(write_in_pid_ns, self->child));
-	EXPECT_EQ(0, bcg_borrowing(self->child));
+	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
 }
 
 /* The same charge from the host's namespaces: the control for the above. */
 TEST_F(borrowing, initial_namespaces_can_write)
 {
-	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
 	EXPECT_EQ(3, in_child(write_charge, self->child));
-	EXPECT_EQ(1000, bcg_borrowing(self->child));
+	EXPECT_EQ(NS(1000), BORROW_STAT(self->child).borrowed);
 }
 
 static int write_opened_by_root(const char *cg)
@@ -370,175 +739,12 @@ TEST_F(borrowing, opener_and_writer_both_need_privilege)
 {
 	char path[PATH_MAX];
 
-	set_slow_bandwidth(_metadata, self->child, QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
 	EXPECT_EQ(1, in_child(write_opened_by_root, self->child));
 	snprintf(path, sizeof(path), "%s/%s", self->child, BORROWING_FILE);
 	ASSERT_EQ(0, chown(path, NOBODY, NOBODY));
 	EXPECT_EQ(1, in_child(write_opened_by_nobody, self->child));
-	EXPECT_EQ(0, bcg_borrowing(self->child));
-}
-
-/*
- * A group that does not run pays too: it may be waiting for the very worker
- * that charges it (a container blocked on its logger's full pipe).
- */
-TEST_F(borrowing, idle_group_pays)
-{
-	long paid = 3 * QUOTA_US;
-
-	ASSERT_EQ(0, bcg_set_bandwidth(self->child, QUOTA_US, PERIOD_US));
-	/* No task: its period timer stops, as for any idle group. */
-	bcg_sleep_usec(TIMER_IDLE_US);
-	ASSERT_EQ(0, bcg_charge(self->child, paid));
-	bcg_sleep_usec(5 * PERIOD_US);
-	EXPECT_EQ(0, bcg_borrowing(self->child));
-	EXPECT_EQ(paid, bcg_stat(self->child, "borrow_deducted_usec"));
-	EXPECT_LE(3, bcg_stat(self->child, "nr_borrow_periods"));
-	EXPECT_EQ(0, bcg_usage_usec(self->child));
-}
-
-/*
- * Runs a hog in @hog_cg for @duration_us while charging @charge_us to
- * @charge_cg every period, and returns the CPU time the hog's group used.
- */
-static long hog_usage_under_charges(struct __test_metadata *_metadata,
-				    FIXTURE_DATA(borrowing) *self, const char *hog_cg,
-				    const char *charge_cg, long charge_us,
-				    long interval_us, long duration_us)
-{
-	long start, usage, next, end;
-
-	if (!self->hog) {
-		self->hog = bcg_start_hog(hog_cg, 0);
-		ASSERT_LT(0, self->hog);
-		/* Let it settle into its bandwidth. */
-		bcg_sleep_usec(3 * PERIOD_US);
-	}
-
-	usage = bcg_usage_usec(hog_cg);
-	start = bcg_now_usec();
-	end = start + duration_us;
-	for (next = start; next < end; next += interval_us) {
-		if (charge_us)
-			EXPECT_EQ(0, bcg_charge(charge_cg, charge_us));
-		bcg_sleep_usec(next + interval_us - bcg_now_usec());
-	}
-	usage = bcg_usage_usec(hog_cg) - usage;
-	/* Scale to exactly @duration_us of wall time. */
-	return usage * duration_us / (bcg_now_usec() - start);
-}
-
-TEST_F(borrowing, charges_reduce_share)
-{
-	long base, charged;
-
-	ASSERT_EQ(0, bcg_set_bandwidth(self->child, QUOTA_US, PERIOD_US));
-	base = hog_usage_under_charges(_metadata, self, self->child, self->child,
-				       0, PERIOD_US, 2 * USEC_PER_SEC);
-	/* 20ms of every 100ms period charged: (50 - 20) / 100 of a CPU. */
-	charged = hog_usage_under_charges(_metadata, self, self->child, self->child,
-					  20 * USEC_PER_MSEC, PERIOD_US, 3 * USEC_PER_SEC);
-	TH_LOG("hog: %ld us/s uncharged, %ld us/s while charged 20ms per period",
-	       base / 2, charged / 3);
-	EXPECT_TRUE(values_close(base, USEC_PER_SEC, 10));
-	EXPECT_TRUE(values_close(charged, 900 * USEC_PER_MSEC, 10));
-	EXPECT_LT(0, bcg_stat(self->child, "nr_borrow_periods"));
-	/* What was charged was paid, but for the last period or two. */
-	EXPECT_GE(bcg_stat(self->child, "borrowed_usec"),
-		  bcg_stat(self->child, "borrow_deducted_usec"));
-	EXPECT_LE(bcg_stat(self->child, "borrowed_usec") -
-		  bcg_stat(self->child, "borrow_deducted_usec"), 40 * USEC_PER_MSEC);
-}
-
-TEST_F(borrowing, charges_reduce_share_with_burst)
-{
-	long charged;
-
-	ASSERT_EQ(0, bcg_set_bandwidth(self->child, QUOTA_US, PERIOD_US));
-	ASSERT_EQ(0, bcg_set_burst(self->child, QUOTA_US));
-	charged = hog_usage_under_charges(_metadata, self, self->child, self->child,
-					  20 * USEC_PER_MSEC, PERIOD_US, 3 * USEC_PER_SEC);
-	TH_LOG("hog: %ld us/s while charged 20ms per period", charged / 3);
-	EXPECT_TRUE(values_close(charged, 900 * USEC_PER_MSEC, 10));
-}
-
-TEST_F(borrowing, debt_above_quota_throttles_then_is_paid)
-{
-	long during, after, start;
-
-	ASSERT_EQ(0, bcg_set_bandwidth(self->child, QUOTA_US, PERIOD_US));
-	self->hog = bcg_start_hog(self->child, 0);
-	ASSERT_LT(0, self->hog);
-	bcg_sleep_usec(3 * PERIOD_US);
-
-	/* Six periods' quota: the next six periods have no runtime. */
-	start = bcg_usage_usec(self->child);
-	ASSERT_EQ(0, bcg_charge(self->child, 6 * QUOTA_US));
-	bcg_sleep_usec(5 * PERIOD_US);
-	during = bcg_usage_usec(self->child) - start;
-	EXPECT_LT(0, bcg_borrowing(self->child));
-
-	bcg_sleep_usec(3 * PERIOD_US);
-	EXPECT_EQ(0, bcg_borrowing(self->child));
-	EXPECT_EQ(6 * QUOTA_US, bcg_stat(self->child, "borrow_deducted_usec"));
-	EXPECT_LE(6, bcg_stat(self->child, "nr_borrow_periods"));
-
-	after = hog_usage_under_charges(_metadata, self, self->child, self->child,
-					0, PERIOD_US, USEC_PER_SEC);
-	TH_LOG("hog: %ld us in the 500ms after a 300ms charge, then %ld us/s",
-	       during, after);
-	/* At most what was left of the period in which the charge came. */
-	EXPECT_LT(during, QUOTA_US + 10 * USEC_PER_MSEC);
-	EXPECT_TRUE(values_close(after, 500 * USEC_PER_MSEC, 10));
-}
-
-TEST_F(borrowing, child_without_quota_pays_through_parent)
-{
-	long charged;
-
-	ASSERT_EQ(0, bcg_set_bandwidth(self->parent, QUOTA_US, PERIOD_US));
-	charged = hog_usage_under_charges(_metadata, self, self->child, self->child,
-					  20 * USEC_PER_MSEC, PERIOD_US, 3 * USEC_PER_SEC);
-	TH_LOG("hog: %ld us/s while its group is charged 20ms per period", charged / 3);
-	EXPECT_TRUE(values_close(charged, 900 * USEC_PER_MSEC, 10));
-	EXPECT_LT(0, bcg_stat(self->parent, "borrow_deducted_usec"));
-	EXPECT_EQ(0, bcg_stat(self->child, "borrowed_usec"));
-}
-
-TEST_F(borrowing, never_starved_for_long)
-{
-	long usage, start, slice;
-	int status;
-
-	ASSERT_EQ(0, bcg_set_bandwidth(self->child, QUOTA_US, PERIOD_US));
-	slice = bcg_bandwidth_slice_usec();
-	ASSERT_LT(0, slice);
-	/*
-	 * Charged far faster than it can pay: every 10th period still keeps
-	 * a bandwidth slice for it. In 3 s that is 3 or 4 slices, each of
-	 * which the hog may overrun by a tick; a whole period each time
-	 * would be 3 quotas. Reach the bound before measuring: a charge is
-	 * paid from the next period on, and what the hog has left of the
-	 * current one (up to a quota) is not owed.
-	 */
-	hog_usage_under_charges(_metadata, self, self->child, self->child,
-				USEC_PER_SEC, PERIOD_US / 2, 2 * PERIOD_US);
-	usage = hog_usage_under_charges(_metadata, self, self->child, self->child,
-					USEC_PER_SEC, PERIOD_US / 2, 3 * USEC_PER_SEC);
-	TH_LOG("hog: %ld us in 3 s at the bound (a %ld us slice a second expected)",
-	       usage, slice);
-	EXPECT_LE(slice, usage);
-	EXPECT_GE(10 * slice, usage);
-	EXPECT_LT(0, bcg_stat(self->child, "borrow_dropped_usec"));
-
-	/* A throttled, indebted group can still be killed promptly. */
-	ASSERT_EQ(0, bcg_charge(self->child, BOUND_US));
-	start = bcg_now_usec();
-	kill(self->hog, SIGKILL);
-	ASSERT_EQ(self->hog, waitpid(self->hog, &status, 0));
-	self->hog = 0;
-	TH_LOG("killed in %ld ms", (bcg_now_usec() - start) / USEC_PER_MSEC);
-	EXPECT_GE(USEC_PER_SEC + 2 * PERIOD_US, bcg_now_usec() - start);
+	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
 }
 
 TEST_HARNESS_MAIN
