@@ -26,7 +26,8 @@ Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
 Options:
   --variant V    patched (default) or stock (the unmodified base, for comparisons)
   --arch A       x86_64 (default) or arm64 (cross-compiled, for a Raspberry Pi 4 class guest)
-  --config C     default, or debug (lockdep, atomic-sleep and list debugging)
+  --config C     default, or debug (KASAN, UBSAN, kmemleak, lockdep, atomic-sleep
+                 and list debugging: kernel/config/debug.config)
   --jobs N       parallel make jobs (default: nproc)
   --keep-tree    use the patched tree as it is (for working on the series in
                  place); without it a hand-modified tree is reset

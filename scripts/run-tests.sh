@@ -10,12 +10,17 @@ Usage: ${0##*/} [--results DIR] [--skip-build]
 
 Runs every test of the project and ends with "N passed, N failed, N skipped":
   1. static checks: shellcheck, ruff (if installed), checkpatch --strict on
-     kernel/patches;
+     kernel/patches, the selftests patch against selftests/;
   2. builds the stock and the patched kernel (scripts/kernel-build.sh) and the
      selftests (selftests/Makefile);
   3. scripts/vm-run.sh itself: output and exit status pass through;
-  4. in the patched kernel on cgroup v2: the KUnit suite, test_borrowing and
-     the upstream test_cpu; on cgroup v1: the KUnit suite and test_borrowing;
+  4. the series patch by patch (scripts/kernel-series.sh build-each
+     --if-changed: each patch builds without warnings and, from the KUnit
+     patch on, passes KUnit; skipped for a series that passed before); in
+     the patched kernel on cgroup v2: the KUnit suite, test_borrowing and
+     the upstream test_cpu; on cgroup v1: the KUnit suite and
+     test_borrowing; on both, the stress test in its short version
+     (100000 writes); on cgroup v2 with 4 vCPUs: test_borrowing;
   5. the patched nerdctl (scripts/nerdctl-build.sh --tap): gofmt, go vet,
      its Go unit tests; then, in the guest with containerd: its integration
      tests (nerdctl-patch/tests/run-in-guest.sh) on cgroup v2 with runc,
@@ -85,6 +90,7 @@ static_checks() {
 			"$CFSB_ROOT"/tools/tests/*.sh
 		check "ruff check and format" bash -c "ruff check '$CFSB_ROOT' && ruff format --check '$CFSB_ROOT'"
 		check "checkpatch --strict on kernel/patches" "$CFSB_ROOT/scripts/kernel-series.sh" checkpatch
+		check "the series' selftests patch matches selftests/" "$CFSB_ROOT/scripts/kernel-series.sh" check-selftests
 		echo "1..$n"
 	} | tee "$out"
 	return $status
@@ -135,13 +141,30 @@ log "scripts/vm-run.sh checks"
 vm_run_checks | tee "$results/vm-run.tap"
 
 # --- 4. the patched kernel --------------------------------------------------
+# Every patch of the series builds without a warning and passes KUnit (once
+# per series: a stamp records a series that passed).
+log "the series patch by patch"
+{
+	echo "TAP version 13"
+	if "$CFSB_ROOT/scripts/kernel-series.sh" build-each --if-changed >"$results/build-each.log" 2>&1; then
+		echo "ok 1 every patch builds without warnings and passes KUnit"
+	else
+		echo "not ok 1 every patch builds without warnings and passes KUnit"
+		tail -20 "$results/build-each.log" | sed 's/^/# /'
+	fi
+	echo "1..1"
+} | tee "$results/build-each.tap"
 for cg in v2 v1; do
-	suites=(kunit borrowing)
+	suites=(kunit borrowing stress)
 	[[ $cg == v2 ]] && suites+=(test_cpu)
 	log "patched kernel, cgroup $cg: ${suites[*]}"
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup "$cg" -- \
 		selftests/run-in-guest.sh "$results/patched-$cg" "${suites[@]}" || true
 done
+# The floor is per busy CPU: the same tests on 4 vCPUs, one thread per CPU.
+log "patched kernel, cgroup v2, 4 vCPUs: borrowing"
+"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v2 --cpus 4 -- \
+	selftests/run-in-guest.sh "$results/patched-v2-4cpus" borrowing || true
 
 # --- 5. the patched nerdctl ------------------------------------------------
 containers() {
@@ -230,6 +253,8 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/static.tap" "$results/vm-run.tap" \
 	"$results/patched-v2/kunit.tap" "$results/patched-v2/borrowing.tap" \
 	"$results/patched-v1/kunit.tap" "$results/patched-v1/borrowing.tap" \
+	"$results/patched-v2/stress.tap" "$results/patched-v1/stress.tap" \
+	"$results/build-each.tap" "$results/patched-v2-4cpus/borrowing.tap" \
 	"$results/nerdctl-unit.tap" "$results"/containers-*.tap \
 	"$results/tools-build.tap" "$results/tools-host.tap" "$results/tools-host-borrowd.tap" \
 	"$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \

@@ -3,7 +3,10 @@
 # suite's TAP output in a results directory for scripts/tap_summary.py.
 #   run-in-guest.sh RESULTS_DIR SUITE...
 # Suites: kunit (the sched_cfs_borrowing KUnit results of this boot),
-#         borrowing (test_borrowing), test_cpu (upstream cgroup cpu tests).
+#         borrowing (test_borrowing), test_cpu (upstream cgroup cpu tests),
+#         stress (stress_borrowing, 100000 writes), stress-full (1 million
+#         writes, 20 minutes at most), kmemleak (a scan of kmemleak, which
+#         must find nothing; on a kernel with CONFIG_DEBUG_KMEMLEAK).
 set -uo pipefail
 
 results=${1:?usage: run-in-guest.sh RESULTS_DIR SUITE...}
@@ -34,12 +37,37 @@ kunit_results() {
 	cat "$f"
 }
 
+# shellcheck disable=SC2317 # called through run_suite
+kmemleak_scan() {
+	local f=/sys/kernel/debug/kmemleak leaks
+	echo "TAP version 13"
+	echo "1..1"
+	if [[ ! -w $f ]]; then
+		echo "not ok 1 kmemleak # no $f in this kernel"
+		return 1
+	fi
+	# Twice: an object is reported once it stayed unreferenced for a scan.
+	echo scan >"$f"
+	sleep 6
+	echo scan >"$f"
+	leaks=$(cat "$f")
+	if [[ -n $leaks ]]; then
+		printf '%s\n' "$leaks" | head -60 | sed 's/^/# /'
+		echo "not ok 1 kmemleak: $(grep -c '^unreferenced object' <<<"$leaks") unreferenced objects"
+		return 1
+	fi
+	echo "ok 1 kmemleak: no unreferenced object"
+}
+
 status=0
 for suite in "$@"; do
 	case $suite in
 	kunit) run_suite kunit kunit_results || status=1 ;;
 	borrowing) run_suite borrowing "$bin/test_borrowing" || status=1 ;;
 	test_cpu) run_suite test_cpu "$bin/test_cpu" || status=1 ;;
+	stress) run_suite stress "$bin/stress_borrowing" -n 100000 -t 120 || status=1 ;;
+	stress-full) run_suite stress-full "$bin/stress_borrowing" -n 1000000 -t 1200 || status=1 ;;
+	kmemleak) run_suite kmemleak kmemleak_scan || status=1 ;;
 	*) echo "unknown suite $suite" >&2; status=2 ;;
 	esac
 done
