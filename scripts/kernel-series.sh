@@ -192,11 +192,19 @@ cmd_build_each() {
 	build=$(kernel_build_dir patched x86_64 default)
 	head=$(git -C "$tree" rev-parse HEAD)
 	use_ccache
+	# The build directory holds a step of the series until the end: make
+	# scripts/kernel-build.sh rebuild it if this stops half-way.
+	rm -f "$build/.cfsb-built"
+	cp "$build/.config" "$build/.config.series"
 	# shellcheck disable=SC2064 # the tree's HEAD now, not at exit
-	trap "git -C '$tree' checkout -q --detach '$head'" EXIT
+	trap "git -C '$tree' checkout -q --detach '$head'; cp '$build/.config.series' '$build/.config'" EXIT
 	for c in $(git -C "$tree" rev-list --reverse cfsb-base..HEAD); do
 		n=$((n + 1))
 		git -C "$tree" checkout -q --detach "$c"
+		# The full configuration at every step: options a patch adds are
+		# dropped while it is not applied, then come back.
+		cp "$build/.config.series" "$build/.config"
+		make -s -C "$tree" O="$build" CC="ccache gcc" olddefconfig >/dev/null
 		t0=$(now_s)
 		if ! make -s -C "$tree" O="$build" CC="ccache gcc" -j"$jobs" \
 			KBUILD_BUILD_USER=cfsb KBUILD_BUILD_HOST=qemu-guest >"$build/build-$n.log" 2>&1; then
@@ -221,8 +229,9 @@ cmd_build_each() {
 		log "patch $n passes KUnit: $(grep -c '^    ok ' "$build/kunit-$n.log") cases"
 	done
 	git -C "$tree" checkout -q --detach "$head"
+	cp "$build/.config.series" "$build/.config"
 	trap - EXIT
-	# Back at the series' head: its last step's objects are the image's.
+	"$CFSB_ROOT/scripts/kernel-build.sh" --variant patched >/dev/null
 	echo "$want" >"$stamp"
 }
 
