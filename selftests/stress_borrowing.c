@@ -219,6 +219,10 @@ int main(int argc, char **argv)
 		if (!groups[i])
 			ksft_exit_fail_msg("cannot create the hierarchy\n");
 	}
+	/* The dynamic groups' parents hand the cpu controller down. */
+	if (!bcg_is_v1() && (cg_write(groups[1], "cgroup.subtree_control", "+cpu") ||
+			     cg_write(groups[4], "cgroup.subtree_control", "+cpu")))
+		ksft_exit_fail_msg("cannot enable the cpu controller\n");
 	for (i = 0; i < NR_DYNAMIC; i++) {
 		snprintf(name, sizeof(name), "dyn%d", i);
 		groups[nr_static + i] = cg_name(i % 2 ? groups[1] : groups[4], name);
@@ -287,6 +291,7 @@ int main(int argc, char **argv)
 		if (access(groups[i], F_OK))
 			continue;
 		if (bcg_borrow_stat(groups[i], &st)) {
+			ksft_print_msg("%s: no borrowing counters in cpu.stat\n", groups[i]);
 			bad_groups++;
 			continue;
 		}
