@@ -543,8 +543,11 @@ TEST_F(borrowing, debt_above_quota_throttles_then_is_paid)
 	after = hog_usage_under_charges(_metadata, &self->hog, self->child, self->child,
 					0, PERIOD_US, 2 * USEC_PER_SEC);
 	TH_LOG("hog: %ld us in the 500 ms after a 300 ms charge", during);
-	/* What was left of the current period, then a slice (and a tick) each. */
-	EXPECT_GE(QUOTA_US + 5 * 2 * slice, during);
+	/*
+	 * What was left of the current period, then a slice and a tick each,
+	 * and the tick it may overrun that by (a tick is below a slice).
+	 */
+	EXPECT_GE(QUOTA_US + 5 * 3 * slice, during);
 	EXPECT_SHARE(after, 2 * USEC_PER_SEC, 50);
 }
 
@@ -565,9 +568,11 @@ static long longest_stall(const struct bcg_threads *t)
 
 /*
  * Charged far faster than it can pay, a group keeps a bandwidth slice on
- * every CPU it runs on in every period: no thread stalls for more than a
- * period longer than without charges (emulated CPUs stall on their own), and
- * each gets CPU time.
+ * every CPU it runs on in every period, and each thread gets CPU time. The
+ * stall allowed over an uncharged run is three periods, not one: an emulated
+ * CPU that its host deschedules overruns its slice by that time, which the
+ * following periods' floors then pay (seen on a loaded host with 4 vCPUs);
+ * a kernel that empties periods in a row stalls for ten.
  */
 TEST_F(borrowing, every_cpu_progresses_every_period)
 {
@@ -597,7 +602,7 @@ TEST_F(borrowing, every_cpu_progresses_every_period)
 		TH_LOG("thread %d: longest stall %ld ms, %ld ms of CPU in 2 s at the bound",
 		       i, t.stats[i].max_stall_usec / USEC_PER_MSEC,
 		       t.stats[i].cpu_usec / USEC_PER_MSEC);
-		EXPECT_GE(uncharged + PERIOD_US, t.stats[i].max_stall_usec);
+		EXPECT_GE(uncharged + 3 * PERIOD_US, t.stats[i].max_stall_usec);
 		EXPECT_LE(2 * slice, t.stats[i].cpu_usec);
 	}
 	EXPECT_LT(0, BORROW_STAT(self->child).dropped);
