@@ -30,18 +30,8 @@ bin=${BORROWD:-$root/.build/tools/borrowd}
 # a round of 100 ms lost or counted twice (3 % of the window).
 tolerance_pct=${BORROWD_TOLERANCE_PCT:-1}
 
-n=0 failed=0
-check() {
-	n=$((n + 1))
-	if eval "$2"; then
-		echo "ok $n $1"
-	else
-		echo "not ok $n $1 # exit $rc: ${out:0:300}"
-		failed=$((failed + 1))
-	fi
-}
-info() { echo "# info: $*"; }
-run() { out=$("$bin" "$@" 2>&1) && rc=0 || rc=$?; }
+# shellcheck source=tools/tests/lib.sh
+source "$root/tools/tests/lib.sh"
 
 tmp=$(mktemp -d)
 pids=()
@@ -83,19 +73,6 @@ host_tests() {
 	fi
 }
 
-cpu_root() { [[ -e /sys/fs/cgroup/cgroup.controllers ]] && echo /sys/fs/cgroup || echo /sys/fs/cgroup/cpu; }
-make_group() {
-	local dir
-	dir=$(cpu_root)/$1
-	mkdir -p "$dir"
-	[[ -n ${2:-} ]] || return 0
-	if [[ -e $dir/cpu.max ]]; then
-		echo "$2 100000" >"$dir/cpu.max"
-	else
-		echo 100000 >"$dir/cpu.cfs_period_us"
-		echo "$2" >"$dir/cpu.cfs_quota_us"
-	fi
-}
 # charged GROUP: all that the group was charged (us). A kernel that counts
 # what is outstanding counts every charge as borrowed, the dropped part
 # too (borrowed = deducted + outstanding + dropped); the first series

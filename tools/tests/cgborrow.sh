@@ -21,19 +21,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${CGBORROW:-$root/.build/tools/cgborrow}
 [[ -x $bin ]] || { echo "Bail out! $bin is not built (make -C tools)"; exit 1; }
 
-n=0 failed=0
-# check NAME CONDITION: one TAP line; the last run's output on failure.
-check() {
-	n=$((n + 1))
-	if eval "$2"; then
-		echo "ok $n $1"
-	else
-		echo "not ok $n $1 # exit $rc: ${out:0:300}"
-		failed=$((failed + 1))
-	fi
-}
-# run ARG...: cgborrow's output (stdout and stderr) in $out, status in $rc.
-run() { out=$("$bin" "$@" 2>&1) && rc=0 || rc=$?; }
+# shellcheck source=tools/tests/lib.sh
+source "$root/tools/tests/lib.sh"
 # field JSON KEY: a key of the first object of cgborrow show --json.
 field() { python3 -c 'import json,sys; v=json.loads(sys.argv[1])[0][sys.argv[2]]; print("null" if v is None else v)' "$1" "$2"; }
 
@@ -125,25 +114,12 @@ host_tests() {
 	fi
 }
 
-# The guest: a group with a quota of 50 ms per 100 ms.
-cpu_root() { [[ -e /sys/fs/cgroup/cgroup.controllers ]] && echo /sys/fs/cgroup || echo /sys/fs/cgroup/cpu; }
-make_group() {
-	local dir
-	dir=$(cpu_root)/$1
-	mkdir -p "$dir"
-	if [[ -e $dir/cpu.max ]]; then
-		echo "50000 100000" >"$dir/cpu.max"
-	elif [[ -e $dir/cpu.cfs_quota_us ]]; then
-		echo 100000 >"$dir/cpu.cfs_period_us"
-		echo 50000 >"$dir/cpu.cfs_quota_us"
-	fi
-}
 
 guest_tests() {
 	local g=cgbt dir json before after owed i v1=0
 	dir=$(cpu_root)/$g
 	[[ -e /sys/fs/cgroup/cgroup.controllers ]] || v1=1
-	make_group $g
+	make_group $g 50000
 	echo "# cgroup v$((2 - v1)), kernel $(uname -r)"
 
 	run show --json $g
@@ -220,7 +196,7 @@ guest_tests() {
 }
 
 stock_tests() {
-	make_group cgbt
+	make_group cgbt 50000
 	run charge cgbt 1000
 	check "charge on the stock kernel: exit 3, kernel lacks the feature" '[[ $rc -eq 3 && $out == *"has no cpu.cfs.borrowing_us"* ]]'
 	echo "# $out"

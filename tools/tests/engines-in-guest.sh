@@ -37,6 +37,8 @@ done
 
 # shellcheck source=scripts/container-stack.sh
 source "$(dirname "$0")/../../scripts/container-stack.sh"
+# shellcheck source=tools/tests/lib.sh
+source "$(dirname "$0")/lib.sh"
 tools=$CS_ROOT/.build/tools
 podman=(podman --cgroup-manager cgroupfs --events-backend file)
 docker=/usr/bin/docker
@@ -102,14 +104,6 @@ docker_worker() { cat /run/docker.pid; }
 docker_image() { echo "cfsb/$1:latest"; }
 docker_stop() { kill "$(cat /run/docker.pid)"; }
 
-# runtime PID: CPU time of a process and all its threads (ns).
-runtime() {
-	local t sum=0 v
-	for t in /proc/"$1"/task/*/schedstat; do
-		read -r v _ <"$t" && sum=$((sum + v))
-	done
-	echo "$sum"
-}
 # group ID: "charged used" (us) of a container's group. A kernel that
 # counts what is outstanding counts every charge as borrowed, the first
 # series counted the dropped part apart.
@@ -153,7 +147,7 @@ measure() {
 	cs_nap 1
 	# The clock next to the worker's time: cgborrow and python take a
 	# while under load, and the two calls not always as long.
-	a0=$(runtime "$wpid") t0=${EPOCHREALTIME/./} g=$(group "$id")
+	a0=$(process_runtime "$wpid") t0=${EPOCHREALTIME/./} g=$(group "$id")
 	read -r b0 c0 <<<"$g"
 	if [[ $tap -eq 1 ]]; then
 		cs_nap "$secs"
@@ -161,7 +155,7 @@ measure() {
 	else
 		ev=$(sysbench_run "$engine" neighbour)
 	fi
-	a1=$(runtime "$wpid") t1=${EPOCHREALTIME/./} g=$(group "$id")
+	a1=$(process_runtime "$wpid") t1=${EPOCHREALTIME/./} g=$(group "$id")
 	read -r b1 c1 <<<"$g"
 	wall=$((t1 - t0))
 	if [[ -n $bpid ]]; then

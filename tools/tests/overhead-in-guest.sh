@@ -20,6 +20,8 @@ done
 [[ $# -gt 0 ]] || set -- 10 100 500
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tools/tests/lib.sh
+source "$root/tools/tests/lib.sh"
 bin=$root/.build/tools/borrowd
 run=$(mktemp -d)
 cg=/sys/fs/cgroup
@@ -33,14 +35,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# runtime PID: CPU time of a process and its threads (ns).
-runtime() {
-	local t sum=0 v
-	for t in /proc/"$1"/task/*/schedstat; do
-		read -r v _ <"$t" && sum=$((sum + v))
-	done
-	echo "$sum"
-}
 
 made=0
 echo "# kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup); borrowd's CPU over ${secs} s"
@@ -70,9 +64,9 @@ for n in "$@"; do
 		[[ $(grep -c "works for" "$run/borrowd.log") -ge $n ]] && break
 		sleep 0.1
 	done
-	r0=$(runtime "$bpid")
+	r0=$(process_runtime "$bpid")
 	sleep "$secs"
-	r1=$(runtime "$bpid")
+	r1=$(process_runtime "$bpid")
 	kill -TERM "$bpid"
 	wait "$bpid"
 	ms=$(((r1 - r0) / 1000 / secs))
