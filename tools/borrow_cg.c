@@ -166,20 +166,28 @@ static const char *run_dir(void)
 	return dir && *dir ? dir : "/run";
 }
 
-static pid_t read_pid_file(const char *path)
+ssize_t bcg_read_file(const char *path, char *buf, size_t size)
 {
-	char buf[32];
 	ssize_t n;
 	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return -errno;
+	n = read(fd, buf, size - 1);
+	if (n < 0)
+		n = -errno;
 	close(fd);
-	if (n <= 0)
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+static pid_t read_pid_file(const char *path)
+{
+	char buf[32];
+
+	if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	buf[n] = '\0';
 	return (pid_t)strtol(buf, NULL, 10);
 }
 
@@ -212,7 +220,6 @@ static pid_t find_logger(const char *ns, const char *id)
 	pid_t found = 0;
 	DIR *proc;
 	ssize_t n;
-	int fd;
 
 	snprintf(want_id, sizeof(want_id), "CONTAINER_ID=%s", id);
 	snprintf(want_ns, sizeof(want_ns), "CONTAINER_NAMESPACE=%s", ns);
@@ -223,14 +230,9 @@ static pid_t find_logger(const char *ns, const char *id)
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/environ", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
+		n = bcg_read_file(path, buf, sizeof(buf));
 		if (n <= 0)
 			continue;
-		buf[n] = '\0';
 		has_id = has_ns = false;
 		for (char *e = buf; e < buf + n; e += strlen(e) + 1) {
 			has_id |= !strcmp(e, want_id);
@@ -501,18 +503,10 @@ static int read_small(const struct bcg *g, const char *name, char *buf, size_t l
 {
 	char path[PATH_MAX + 64];
 	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", g->dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
+	n = bcg_read_file(path, buf, len);
+	return n < 0 ? (int)n : 0;
 }
 
 int bcg_owed(const struct bcg *g, long long *owed_us, long long *quota_us)

@@ -65,6 +65,12 @@ struct bcg_container {
 };
 
 /* Sets up libcgroup and finds the cpu hierarchy: 0 or -error. */
+/*
+ * Reads at most @size - 1 bytes of the file at @path into @buf, terminated
+ * with a NUL: the number of bytes, or -errno.
+ */
+ssize_t bcg_read_file(const char *path, char *buf, size_t size);
+
 int bcg_init(void);
 /* The cpu hierarchy's mount point and whether it is cgroup v2. */
 const char *bcg_mount(void);

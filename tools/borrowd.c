@@ -139,17 +139,9 @@ static struct rule *find_rule(pid_t worker)
 static void read_comm(pid_t pid, char *comm, size_t len)
 {
 	char path[64];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	comm[0] = '\0';
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, comm, len - 1);
-	close(fd);
-	comm[n > 0 ? n : 0] = '\0';
+	bcg_read_file(path, comm, len);
 	comm[strcspn(comm, "\n")] = '\0';
 }
 
@@ -237,18 +229,10 @@ static void remove_rule(struct rule *r)
 static pid_t tgid_of(__u32 tid)
 {
 	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%u/status", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	p = strstr(buf, "\nTgid:");
 	return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
 }
