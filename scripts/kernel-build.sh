@@ -7,13 +7,15 @@ source "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [--variant patched|stock] [--arch x86_64|arm64] [--config default|debug]
+Usage: ${0##*/} [--variant patched|stock] [--base 6.12|7.2] [--arch x86_64|arm64] [--config default|debug|rpi4]
                 [--jobs N] [--keep-tree] [--configure-only] [--print-image]
 
 Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
-  - installs the Debian packages it needs ($KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION, compilers, ccache, qemu);
+  - installs the Debian packages it needs (the base's kernel source, compilers,
+    ccache, qemu; 7.2's source comes from Debian unstable, see scripts/lib.sh);
   - unpacks the source once into a git repository (commit tagged cfsb-base);
-  - "patched": a worktree with kernel/patches/*.patch applied by git am; the
+  - "patched": a worktree with the base's series applied by git am
+    (kernel/patches for 6.12, kernel/patches-7.2 for 7.2); the
     applied series is recorded by hash, and a changed series (or a tree that
     was modified by hand) is reset to the base and re-applied, so only the
     files the patches touch are rebuilt;
@@ -25,9 +27,14 @@ Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
 
 Options:
   --variant V    patched (default) or stock (the unmodified base, for comparisons)
-  --arch A       x86_64 (default) or arm64 (cross-compiled, for a Raspberry Pi 4 class guest)
-  --config C     default, or debug (KASAN, UBSAN, kmemleak, lockdep, atomic-sleep
-                 and list debugging: kernel/config/debug.config)
+  --base B       6.12 (default: the LTS, Debian 12's linux-source-6.12) or 7.2
+                 (mainline, Debian unstable's linux-source-7.2)
+  --arch A       x86_64 (default) or arm64 (cross-compiled with Debian's
+                 gcc-aarch64-linux-gnu: QEMU's virt machine, Cortex-A72 like a
+                 Raspberry Pi 4; kernel/config/arm64-virt.config)
+  --config C     default, debug (KASAN, UBSAN, kmemleak, lockdep, atomic-sleep
+                 and list debugging: kernel/config/debug.config), or rpi4 with
+                 --arch arm64 (a kernel for the board: kernel/config/rpi4.config)
   --jobs N       parallel make jobs (default: nproc)
   --keep-tree    use the patched tree as it is (for working on the series in
                  place); without it a hand-modified tree is reset
@@ -41,6 +48,7 @@ variant=patched arch=x86_64 config=default jobs=$(nproc) keep_tree=0 print_image
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--variant) variant=${2:?}; shift 2 ;;
+	--base) select_kernel_base "${2:?}"; shift 2 ;;
 	--arch) arch=${2:?}; shift 2 ;;
 	--config) config=${2:?}; shift 2 ;;
 	--jobs) jobs=${2:?}; shift 2 ;;
@@ -52,7 +60,11 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 [[ $variant == patched || $variant == stock ]] || die "--variant must be patched or stock"
-[[ $config == default || $config == debug ]] || die "--config must be default or debug"
+case $config in
+default | debug) ;;
+rpi4) [[ $arch == arm64 ]] || die "--config rpi4 is for --arch arm64" ;;
+*) die "--config must be default, debug or rpi4" ;;
+esac
 karch=$(arch_kernel_arch "$arch")
 cross=$(arch_cross_compile "$arch")
 
@@ -68,6 +80,7 @@ fi
 start=$(now_s)
 read -ra arch_pkgs <<<"$(arch_packages "$arch")"
 ensure_packages "${HOST_PACKAGES[@]}" "${arch_pkgs[@]}"
+ensure_kernel_source
 mkdir -p "$CFSB_CACHE"
 
 repo=$(kernel_repo)
@@ -85,7 +98,7 @@ ensure_repo() {
 	local tmp="$CFSB_CACHE/unpack.$$"
 	rm -rf "$tmp" && mkdir -p "$tmp"
 	tar -C "$tmp" -xf "$KERNEL_SOURCE_TARBALL"
-	mv "$tmp/linux-source-6.12" "$repo"
+	mv "$tmp/$KERNEL_SOURCE_PKG" "$repo"
 	rmdir "$tmp"
 	grep -q "^SUBLEVEL = ${KERNEL_BASE_VERSION##*.}\$" "$repo/Makefile" ||
 		die "$KERNEL_SOURCE_TARBALL is not $KERNEL_BASE_VERSION"
@@ -108,7 +121,16 @@ ensure_repo() {
 }
 
 # --- configuration --------------------------------------------------------
-fragments=("$CFSB_ROOT/kernel/config/guest.config" "$CFSB_ROOT/Kconfig.fragment")
+# The guest's trimmed configuration (and arm64's for QEMU's virt machine),
+# or a board's; the series' options come last, so that nothing overrides them.
+case $config in
+rpi4) fragments=("$CFSB_ROOT/kernel/config/rpi4.config") ;;
+*)
+	fragments=("$CFSB_ROOT/kernel/config/guest.config")
+	[[ $arch == arm64 ]] && fragments+=("$CFSB_ROOT/kernel/config/arm64-virt.config")
+	;;
+esac
+fragments+=("$CFSB_ROOT/Kconfig.fragment")
 [[ $config == debug ]] && fragments+=("$CFSB_ROOT/kernel/config/debug.config")
 
 # check_config: every option Kconfig.fragment sets must be in .config.

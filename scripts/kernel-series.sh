@@ -6,15 +6,18 @@ source "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} export [--tree DIR] | checkpatch | check-selftests
-       ${0##*/} build-each [--jobs N] [--if-changed]
+Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selftests
+       ${0##*/} [--base 6.12|7.2] build-each [--jobs N] [--if-changed]
+
+  --base B    the series to work on: 6.12 (default; kernel/patches, on Linux
+              6.12 LTS) or 7.2 (kernel/patches-7.2, on mainline Linux 7.2)
 
   export      regenerate kernel/patches from the commits on top of cfsb-base
               in DIR (default: the patched tree, $(kernel_tree patched)):
               the kernel patches, then the selftests patch, generated from
               selftests/ (its source) into tools/testing/selftests/cgroup,
               and the cover letter from kernel/cover-letter.txt (first line:
-              subject). Work on the series in a tree of your own (git commit
+              subject; kernel/cover-letter-7.2.txt for 7.2). Work on the series in a tree of your own (git commit
               --amend, rebase), then export from it.
   checkpatch  run scripts/checkpatch.pl --strict on every patch; fails on any
               error, warning or check.
@@ -28,6 +31,11 @@ Usage: ${0##*/} export [--tree DIR] | checkpatch | check-selftests
 EOF
 }
 
+if [[ ${1:-} == --base ]]; then
+	select_kernel_base "${2:?--base needs 6.12 or 7.2}"
+	shift 2
+fi
+
 SELFTESTS_SUBJECT="selftests/cgroup: Add tests for cpu.cfs.borrowing_us"
 SELFTESTS_DIR=tools/testing/selftests/cgroup
 SELFTESTS_FILES=(borrowing_util.c borrowing_util.h test_borrowing.c)
@@ -35,7 +43,7 @@ SELFTESTS_FILES=(borrowing_util.c borrowing_util.h test_borrowing.c)
 stock_tree=$(kernel_tree stock)
 need_tree() {
 	[[ -x $stock_tree/scripts/checkpatch.pl ]] ||
-		die "no kernel tree at $stock_tree: run scripts/kernel-build.sh --variant stock first"
+		die "no kernel tree at $stock_tree: run scripts/kernel-build.sh --base $KERNEL_BASE --variant stock first"
 }
 
 # add_selftests TREE DATE: commit selftests/ into TREE's cgroup selftests.
@@ -50,9 +58,14 @@ d = sys.argv[1]
 mk = open(f"{d}/Makefile").read()
 mk = mk.replace("TEST_GEN_PROGS  = test_core\n",
                 "TEST_GEN_PROGS  = test_borrowing\nTEST_GEN_PROGS += test_core\n", 1)
-mk = mk.replace("$(OUTPUT)/test_core: cgroup_util.c\n",
-                "$(OUTPUT)/test_borrowing: cgroup_util.c borrowing_util.c\n"
-                "$(OUTPUT)/test_core: cgroup_util.c\n", 1)
+# cgroup_util is a source file beside the tests up to 6.x, a library
+# object ($(LIBCGROUP_O), lib/) in mainline.
+for dep in ("cgroup_util.c", "$(LIBCGROUP_O)"):
+    mk = mk.replace(f"$(OUTPUT)/test_core: {dep}\n",
+                    f"$(OUTPUT)/test_borrowing: {dep} borrowing_util.c\n"
+                    f"$(OUTPUT)/test_core: {dep}\n", 1)
+if "$(OUTPUT)/test_borrowing:" not in mk:
+    sys.exit("the cgroup selftests' Makefile has no rule for test_core")
 open(f"{d}/Makefile", "w").write(mk)
 root = d.rsplit("/tools/", 1)[0]
 mt = open(f"{root}/MAINTAINERS").read()
@@ -65,7 +78,12 @@ open(f"{d}/.gitignore", "w").write(gi.replace("test_core\n", "test_borrowing\nte
 EOF
 	# Debian's tarball ships a .gitignore that ignores everything.
 	git -C "$tree" add -f "$SELFTESTS_DIR" MAINTAINERS
-	GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date git -C "$tree" commit -q -F - <<EOF
+	# By the series' author, whatever the tree's git identity.
+	local name email
+	name=$(git -C "$tree" log -1 --format=%an)
+	email=$(git -C "$tree" log -1 --format=%ae)
+	GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date git -C "$tree" \
+		-c user.name="$name" -c user.email="$email" commit -q -F - <<EOF
 $SELFTESTS_SUBJECT
 
 Test the interface on cgroup v1 and v2 with the kselftest harness and
@@ -84,7 +102,7 @@ administrator may charge, however the file is opened or owned.
 No exact check reads what a refill changes: the first refill after a
 quota is set comes anywhere in its first period.
 
-Signed-off-by: $(git -C "$tree" log -1 --format='%an <%ae>')
+Signed-off-by: $name <$email>
 EOF
 }
 
@@ -117,8 +135,8 @@ cmd_export() {
 	git -C "$tree" -c user.name="$(git -C "$tree" log -1 --format=%an)" \
 		-c user.email="$(git -C "$tree" log -1 --format=%ae)" \
 		format-patch -q --zero-commit --cover-letter --base=cfsb-base -o "$tmp" cfsb-base..HEAD
-	subject=$(head -n1 "$CFSB_ROOT/kernel/cover-letter.txt")
-	python3 - "$tmp"/0000-cover-letter.patch "$subject" "$CFSB_ROOT/kernel/cover-letter.txt" <<'EOF'
+	subject=$(head -n1 "$KERNEL_COVER_LETTER")
+	python3 - "$tmp"/0000-cover-letter.patch "$subject" "$KERNEL_COVER_LETTER" <<'EOF'
 import sys
 path, subject, body_path = sys.argv[1:]
 body = open(body_path).read().split("\n", 1)[1].strip("\n")
@@ -126,10 +144,11 @@ text = open(path).read()
 text = text.replace("*** SUBJECT HERE ***", subject).replace("*** BLURB HERE ***", body)
 open(path, "w").write(text)
 EOF
-	rm -f "$CFSB_ROOT"/kernel/patches/*.patch
-	mv "$tmp"/*.patch "$CFSB_ROOT/kernel/patches/"
+	mkdir -p "$KERNEL_SERIES_DIR"
+	rm -f "$KERNEL_SERIES_DIR"/*.patch
+	mv "$tmp"/*.patch "$KERNEL_SERIES_DIR/"
 	rmdir "$tmp"
-	log "exported $(series_patches | wc -l) patches and the cover letter to kernel/patches"
+	log "exported $(series_patches | wc -l) patches and the cover letter to ${KERNEL_SERIES_DIR#"$CFSB_ROOT"/}"
 }
 
 cmd_checkpatch() {
@@ -177,7 +196,7 @@ cmd_build_each() {
 		*) die "unknown argument '$1'" ;;
 		esac
 	done
-	stamp=$CFSB_CACHE/build-each.passed
+	stamp=$CFSB_CACHE/build-each-$KERNEL_BASE.passed
 	mapfile -t patches < <(series_patches)
 	want=$(files_hash "${patches[@]}")
 	if [[ $if_changed -eq 1 && $(cat "$stamp" 2>/dev/null) == "$want" ]]; then
@@ -187,7 +206,7 @@ cmd_build_each() {
 	rm -f "$stamp"
 	# The patched tree and its build directory: each step recompiles only
 	# what the patch touched, so any warning is its.
-	"$CFSB_ROOT/scripts/kernel-build.sh" --variant patched >/dev/null
+	"$CFSB_ROOT/scripts/kernel-build.sh" --base "$KERNEL_BASE" --variant patched >/dev/null
 	tree=$(kernel_tree patched)
 	build=$(kernel_build_dir patched x86_64 default)
 	head=$(git -C "$tree" rev-parse HEAD)

@@ -10,15 +10,45 @@
 CFSB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CFSB_CACHE=${CFSB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cfs-borrowing}
 
-# The kernel the series is based on: Debian's linux-source-6.12 package.
-KERNEL_SOURCE_PKG=linux-source-6.12
-KERNEL_SOURCE_PKG_VERSION=6.12.117-1~deb12u1
-KERNEL_SOURCE_TARBALL=/usr/src/linux-source-6.12.tar.xz
-KERNEL_BASE_VERSION=6.12.117
+# The kernels a series is kept for ("bases"), one table: select_kernel_base
+# sets the KERNEL_* variables for one of them.
+#   6.12: the LTS users run, Debian 12's linux-source-6.12 (installed with
+#         apt); its series is kernel/patches, its trees linux-stock and
+#         linux-patched (the default everywhere).
+#   7.2:  mainline, Debian unstable's linux-source-7.2; the .deb is fetched
+#         with a private apt source list and state directory under
+#         $CFSB_CACHE/sources (the machine's apt setup is not touched) and
+#         unpacked there; its series is kernel/patches-7.2, its trees
+#         linux-7.2-stock and linux-7.2-patched.
+KERNEL_BASES=(6.12 7.2)
+select_kernel_base() {
+	case $1 in
+	6.12)
+		KERNEL_SOURCE_PKG=linux-source-6.12
+		KERNEL_SOURCE_PKG_VERSION=6.12.117-1~deb12u1
+		KERNEL_SOURCE_TARBALL=/usr/src/linux-source-6.12.tar.xz
+		KERNEL_BASE_VERSION=6.12.117
+		KERNEL_SERIES_DIR=$CFSB_ROOT/kernel/patches
+		KERNEL_COVER_LETTER=$CFSB_ROOT/kernel/cover-letter.txt
+		KERNEL_TREE_PREFIX=linux
+		;;
+	7.2)
+		KERNEL_SOURCE_PKG=linux-source-7.2
+		KERNEL_SOURCE_PKG_VERSION=7.2.13-1
+		KERNEL_SOURCE_TARBALL=$CFSB_CACHE/sources/7.2/usr/src/linux-source-7.2.tar.xz
+		KERNEL_BASE_VERSION=7.2.13
+		KERNEL_SERIES_DIR=$CFSB_ROOT/kernel/patches-7.2
+		KERNEL_COVER_LETTER=$CFSB_ROOT/kernel/cover-letter-7.2.txt
+		KERNEL_TREE_PREFIX=linux-7.2
+		;;
+	*) die "unknown kernel base '$1' (known: ${KERNEL_BASES[*]})" ;;
+	esac
+	KERNEL_BASE=$1
+}
 
 # Debian packages the host side needs (build, boot, selftests).
 HOST_PACKAGES=(
-	"$KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION"
+	"linux-source-6.12=6.12.117-1~deb12u1"
 	build-essential bc bison flex libelf-dev libssl-dev cpio kmod xz-utils
 	ccache git python3 qemu-system-x86 shellcheck
 )
@@ -75,6 +105,39 @@ ensure_packages() {
 		"${missing[@]}" >/dev/null
 }
 
+# ensure_kernel_source: the selected base's source tarball is at
+# $KERNEL_SOURCE_TARBALL. 6.12 comes from the machine's apt sources; 7.2 from
+# Debian unstable through a source list and apt state of its own, so that
+# the machine's apt configuration and package set stay as they are.
+ensure_kernel_source() {
+	[[ -f $KERNEL_SOURCE_TARBALL ]] && return 0
+	if [[ $KERNEL_BASE == 6.12 ]]; then
+		ensure_packages "$KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION"
+		return 0
+	fi
+	local dir=$CFSB_CACHE/sources apt mirror
+	mirror=$(debian_mirror)
+	mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror sid main" >"$dir/apt/sources.list"
+	apt=(-o "Dir::Etc::sourcelist=$dir/apt/sources.list" -o Dir::Etc::sourceparts=/dev/null
+		-o "Dir::State::Lists=$dir/apt/lists" -o "Dir::Cache=$dir/apt/cache")
+	log "fetching $KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION from $mirror sid"
+	apt-get "${apt[@]}" update -qq
+	(cd "$dir" && apt-get "${apt[@]}" download -qq "$KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION" 2>/dev/null) ||
+		die "cannot download $KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION from $mirror sid"
+	rm -rf "${dir:?}/${KERNEL_BASE:?}"
+	dpkg-deb -x "$dir/${KERNEL_SOURCE_PKG}_${KERNEL_SOURCE_PKG_VERSION}_all.deb" "$dir/$KERNEL_BASE"
+	[[ -f $KERNEL_SOURCE_TARBALL ]] || die "$KERNEL_SOURCE_PKG has no ${KERNEL_SOURCE_TARBALL##*/}"
+}
+
+# debian_mirror: the Debian mirror the machine's apt sources use.
+debian_mirror() {
+	local m
+	m=$(grep -rhoE '(URIs:|^deb) +https?://[^ ]+/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null |
+		grep -oE 'https?://[^ ]+' | head -n1)
+	echo "${m:-http://deb.debian.org/debian}"
+}
+
 # Architecture table: one place to add an architecture.
 #   kernel ARCH, cross compiler prefix, image path, defconfig, qemu binary
 arch_kernel_arch() {
@@ -102,17 +165,79 @@ arch_defconfig() {
 	arm64) echo defconfig ;;
 	esac
 }
+arch_debian() {
+	case $1 in
+	x86_64) echo amd64 ;;
+	arm64) echo arm64 ;;
+	esac
+}
+arch_qemu_user() {
+	case $1 in
+	x86_64) echo x86_64 ;;
+	arm64) echo aarch64 ;;
+	esac
+}
 arch_packages() {
 	case $1 in
 	x86_64) echo qemu-system-x86 ;;
-	arm64) echo qemu-system-arm gcc-aarch64-linux-gnu ;;
+	arm64) echo qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross ;;
 	esac
+}
+
+# The guest's root filesystem, shared read-only over virtio-9p. On x86_64 it
+# is the host's own /, so the guest runs exactly the host's packages. For
+# another architecture it is a Debian root filesystem of that architecture
+# under $CFSB_CACHE, made once by debootstrap (its second stage runs under
+# qemu-user-static through binfmt_misc) with the packages the guest's init
+# and the tests use.
+GUEST_ROOTFS_SUITE=bookworm
+GUEST_ROOTFS_PACKAGES=(procps iproute2 kmod)
+guest_rootfs() {
+	case $1 in
+	x86_64) echo / ;;
+	*) echo "$CFSB_CACHE/rootfs-$1-$GUEST_ROOTFS_SUITE" ;;
+	esac
+}
+
+# ensure_guest_rootfs ARCH: make the root filesystem guest_rootfs prints.
+ensure_guest_rootfs() {
+	local arch=$1 dir want stamp tmp
+	[[ $arch == x86_64 ]] && return 0
+	dir=$(guest_rootfs "$arch")
+	stamp=$dir/.cfsb-rootfs
+	want="$GUEST_ROOTFS_SUITE ${GUEST_ROOTFS_PACKAGES[*]}"
+	[[ -f $stamp && $(cat "$stamp") == "$want" ]] && return 0
+	[[ $(id -u) -eq 0 ]] || die "need root to make the $arch root filesystem"
+	ensure_packages debootstrap qemu-user-static binfmt-support
+	# The second stage runs $arch binaries: binfmt_misc must hand them to
+	# qemu-user-static (registered by its package; not where binfmt_misc
+	# was not mounted when it was installed).
+	if [[ ! -e /proc/sys/fs/binfmt_misc/register ]]; then
+		mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||
+			die "cannot mount binfmt_misc, which the $arch root filesystem needs"
+	fi
+	update-binfmts --enable "qemu-$(arch_qemu_user "$arch")" >/dev/null 2>&1 || true
+	[[ -e /proc/sys/fs/binfmt_misc/qemu-$(arch_qemu_user "$arch") ]] ||
+		die "binfmt_misc has no qemu-$(arch_qemu_user "$arch") handler"
+	log "making the $arch root filesystem in $dir (debootstrap $GUEST_ROOTFS_SUITE, a few minutes)"
+	tmp=$dir.tmp
+	rm -rf "$tmp" "$dir"
+	debootstrap --arch="$(arch_debian "$arch")" --variant=minbase --foreign \
+		--include="$(IFS=,; echo "${GUEST_ROOTFS_PACKAGES[*]}")" \
+		"$GUEST_ROOTFS_SUITE" "$tmp" "$(debian_mirror)" >"$CFSB_CACHE/rootfs-$arch.log" 2>&1 ||
+		die "debootstrap failed: see $CFSB_CACHE/rootfs-$arch.log"
+	chroot "$tmp" /debootstrap/debootstrap --second-stage >>"$CFSB_CACHE/rootfs-$arch.log" 2>&1 ||
+		die "debootstrap's second stage failed: see $CFSB_CACHE/rootfs-$arch.log"
+	rm -rf "$tmp"/var/cache/apt/archives/*.deb
+	echo "$want" >"$tmp/.cfsb-rootfs"
+	mv "$tmp" "$dir"
+	log "made the $arch root filesystem ($(du -sm "$dir" | cut -f1) MB)"
 }
 
 # Kernel trees: one git repository with the pristine source committed as
 # the base, and one worktree per variant ("stock", "patched").
-kernel_repo() { echo "$CFSB_CACHE/linux-stock"; }
-kernel_tree() { echo "$CFSB_CACHE/linux-$1"; }
+kernel_repo() { echo "$CFSB_CACHE/$KERNEL_TREE_PREFIX-stock"; }
+kernel_tree() { echo "$CFSB_CACHE/$KERNEL_TREE_PREFIX-$1"; }
 # The build directory is a direct child of the tree, so that Kbuild uses the
 # relative srctree "..": the preprocessed output is then identical in both
 # trees and ccache hits across them.
@@ -135,7 +260,10 @@ use_ccache() {
 	export CCACHE_COMPILERCHECK=content
 }
 
-series_patches() { find "$CFSB_ROOT/kernel/patches" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | sort; }
+series_patches() {
+	[[ -d $KERNEL_SERIES_DIR ]] || return 0
+	find "$KERNEL_SERIES_DIR" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' ! -name '0000-*' | sort
+}
 
 # tree_reset_to_base TREE UNTRACKED: check out the tag cfsb-base in TREE,
 # discarding any change (and, with UNTRACKED=clean, every untracked file).
@@ -198,3 +326,6 @@ prepare_series_tree() {
 	log "applied $# patches to $what"
 	echo "$want $(git -C "$tree" rev-parse HEAD)" >"$stampf"
 }
+
+# The base every script uses unless its --base option selects another.
+select_kernel_base "${CFSB_KERNEL_BASE:-6.12}"

@@ -6,11 +6,12 @@ source "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [--results DIR] [--skip-build]
+Usage: ${0##*/} [--results DIR] [--skip-build] [--targets auto|all]
 
 Runs every test of the project and ends with "N passed, N failed, N skipped":
-  1. static checks: shellcheck, ruff (if installed), checkpatch --strict on
-     kernel/patches, the selftests patch against selftests/;
+  1. static checks: shellcheck, ruff (if installed); for both series
+     (kernel/patches on 6.12, kernel/patches-7.2 on mainline 7.2): that it
+     applies, checkpatch --strict, its selftests patch against selftests/;
   2. builds the stock and the patched kernel (scripts/kernel-build.sh) and the
      selftests (selftests/Makefile);
   3. scripts/vm-run.sh itself: output and exit status pass through;
@@ -44,17 +45,27 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
   8. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
      --quick, about 10 minutes), checked end to end: every planned cell
      measured, the charging modes applied, the report and plots written
-     (experiments/check_noisy_logging.py; the numbers are reported only).
+     (experiments/check_noisy_logging.py; the numbers are reported only);
+  9. the other targets, mainline 7.2 on x86_64 and 6.12 on arm64 (QEMU's
+     virt machine, Cortex-A72): their stock and patched kernels, the 7.2
+     series patch by patch, and in the guest the KUnit suite and
+     test_borrowing on cgroup v2 and v1, the upstream test_cpu on stock
+     and patched (v2). With --targets auto (the default) only the targets
+     whose patched kernel is already built (rebuilt if its series
+     changed): a fresh machine skips them, and says so. --targets all
+     builds them first (7.2: about 15 minutes; arm64: about 25, and its
+     root filesystem a few).
 TAP output of every suite is kept in the results directory (default
 results/tests).
 EOF
 }
 
-results=$CFSB_ROOT/results/tests skip_build=0
+results=$CFSB_ROOT/results/tests skip_build=0 targets=auto
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--results) results=${2:?}; shift 2 ;;
 	--skip-build) skip_build=1; shift ;;
+	--targets) targets=${2:?}; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
@@ -62,6 +73,7 @@ done
 
 # The guests write their results there, through the checkout's mount.
 results=$(realpath -m "$results")
+[[ $targets == auto || $targets == all ]] || die "--targets takes auto or all"
 [[ $results == "$CFSB_ROOT"/* ]] || die "--results must be inside the checkout ($CFSB_ROOT): the guests write there"
 t0=$(now_s)
 rm -rf "$results"
@@ -89,8 +101,17 @@ static_checks() {
 			"$CFSB_ROOT"/nerdctl-patch/tests/*.sh "$CFSB_ROOT"/experiments/*.sh "$CFSB_ROOT/.ci/run" \
 			"$CFSB_ROOT"/tools/tests/*.sh
 		check "ruff check and format" bash -c "ruff check '$CFSB_ROOT' && ruff format --check '$CFSB_ROOT'"
-		check "checkpatch --strict on kernel/patches" "$CFSB_ROOT/scripts/kernel-series.sh" checkpatch
-		check "the series' selftests patch matches selftests/" "$CFSB_ROOT/scripts/kernel-series.sh" check-selftests
+		local base
+		for base in "${KERNEL_BASES[@]}"; do
+			# (The 6.12 series applied when the stock tree was made.)
+			[[ $base == 6.12 ]] ||
+				check "the $base series applies to Linux $base" "$CFSB_ROOT/scripts/kernel-build.sh" \
+					--base "$base" --variant patched --configure-only
+			check "checkpatch --strict on the $base series" \
+				"$CFSB_ROOT/scripts/kernel-series.sh" --base "$base" checkpatch
+			check "the $base series' selftests patch matches selftests/" \
+				"$CFSB_ROOT/scripts/kernel-series.sh" --base "$base" check-selftests
+		done
 		echo "1..$n"
 	} | tee "$out"
 	return $status
@@ -196,15 +217,27 @@ log "stock kernel, cgroup v2: test_cpu"
 # one run out of three (test_cpucg_stats: its hog sleeps for the CPU time
 # it still needs and stops when it wakes, so a late wakeup under emulation
 # overshoots the 2 s); a real regression fails every time.
-patched_runs=("$results/patched-v2/test_cpu.tap")
-for attempt in 2 3 4 5 6; do
-	regressed=$(python3 "$CFSB_ROOT/scripts/tap_summary.py" --regressions \
-		"$results/stock-v2/test_cpu.tap" "${patched_runs[@]}") && break
-	log "upstream test(s) failing on patched only: $(echo "$regressed" | tr '\n' ' '); run $attempt"
-	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v2 -- \
-		selftests/run-in-guest.sh "$results/patched-v2/run$attempt" test_cpu || true
-	patched_runs+=("$results/patched-v2/run$attempt/test_cpu.tap")
-done
+# rerun_upstream STOCK_TAP PATCHED_DIR VM-RUN-ARG... -- RUN-IN-GUEST-ARG...:
+# run the patched kernel's test_cpu again while a test passes on stock only;
+# prints the patched runs' TAP files, comma-separated, for --same-or-better.
+rerun_upstream() {
+	local stock_tap=$1 dir=$2 vm_args=() guest_args=() runs attempt regressed
+	shift 2
+	while [[ $1 != -- ]]; do vm_args+=("$1"); shift; done
+	shift
+	guest_args=("$@")
+	runs=("$dir/test_cpu.tap")
+	for attempt in 2 3 4 5 6; do
+		regressed=$(python3 "$CFSB_ROOT/scripts/tap_summary.py" --regressions \
+			"$stock_tap" "${runs[@]}") && break
+		log "upstream test(s) failing on patched only: $(echo "$regressed" | tr '\n' ' '); run $attempt"
+		"$CFSB_ROOT/scripts/vm-run.sh" "${vm_args[@]}" --cgroup v2 -- \
+			selftests/run-in-guest.sh "${guest_args[@]}" "$dir/run$attempt" test_cpu >&2 || true
+		runs+=("$dir/run$attempt/test_cpu.tap")
+	done
+	(IFS=,; echo "${runs[*]}")
+}
+patched_runs=$(rerun_upstream "$results/stock-v2/test_cpu.tap" "$results/patched-v2" --kernel "$patched_image" --)
 
 # --- 7. the tools --------------------------------------------------------
 # tools_build: a TAP line for the build (-Werror: a warning fails it).
@@ -245,11 +278,85 @@ log "experiments/noisy_logging.sh --quick"
 python3 "$CFSB_ROOT/experiments/check_noisy_logging.py" "$results/noisy_logging" |
 	tee "$results/noisy_logging.tap" || true
 
+# --- 9. the other targets ----------------------------------------------
+# target_tests BASE ARCH: the kernel tests of one more target, into
+# $results/target-BASE-ARCH; adds its TAP files to target_summary_files
+# and the upstream test's comparison to target_summary_opts.
+target_summary_opts=() target_summary_files=()
+target_tests() {
+	local base=$1 arch=$2 dir=$results/target-$1-$2 stock patched bin cg suites=() cross
+	mkdir -p "$dir"
+	(
+		select_kernel_base "$base"
+		build() { "$CFSB_ROOT/scripts/kernel-build.sh" --base "$base" --arch "$arch" "$@"; }
+		if [[ $targets == auto && ! -f $(kernel_image_path patched "$arch" default) ]]; then
+			log "target $base $arch: not built here, skipped (scripts/run-tests.sh --targets all builds it)"
+			exit 0
+		fi
+		{
+			echo "TAP version 13"
+			if build --variant stock >"$dir/build.log" 2>&1 &&
+				build --variant patched >>"$dir/build.log" 2>&1; then
+				echo "ok 1 target $base $arch: the stock and the patched kernel build"
+			else
+				echo "not ok 1 target $base $arch: the stock and the patched kernel build"
+				tail -20 "$dir/build.log" | sed 's/^/# /'
+			fi
+			echo "1..1"
+		} >"$dir/build.tap"
+		grep -q '^ok' "$dir/build.tap" || exit 0
+		if [[ $arch == x86_64 && $base != 6.12 ]]; then
+			{
+				echo "TAP version 13"
+				if "$CFSB_ROOT/scripts/kernel-series.sh" --base "$base" build-each --if-changed \
+					>"$dir/build-each.log" 2>&1; then
+					echo "ok 1 the $base series: every patch builds without warnings and passes KUnit"
+				else
+					echo "not ok 1 the $base series: every patch builds without warnings and passes KUnit"
+					tail -20 "$dir/build-each.log" | sed 's/^/# /'
+				fi
+				echo "1..1"
+			} >"$dir/build-each.tap"
+		fi
+		stock=$(kernel_image_path stock "$arch" default)
+		patched=$(kernel_image_path patched "$arch" default)
+		bin=$CFSB_ROOT/.build/selftests-$base-$arch
+		cross=$(arch_cross_compile "$arch")
+		make -s -C "$CFSB_ROOT/selftests" KSRC="$(kernel_tree stock)" OUT="$bin" CC="${cross}gcc"
+		for cg in v2 v1; do
+			suites=(kunit borrowing)
+			[[ $cg == v2 ]] && suites+=(test_cpu)
+			log "target $base $arch, patched kernel, cgroup $cg: ${suites[*]}"
+			"$CFSB_ROOT/scripts/vm-run.sh" --arch "$arch" --kernel "$patched" --cgroup "$cg" -- \
+				selftests/run-in-guest.sh --bin "$bin" "$dir/patched-$cg" "${suites[@]}" || true
+		done
+		log "target $base $arch, stock kernel, cgroup v2: test_cpu"
+		"$CFSB_ROOT/scripts/vm-run.sh" --arch "$arch" --kernel "$stock" --cgroup v2 -- \
+			selftests/run-in-guest.sh --bin "$bin" "$dir/stock-v2" test_cpu || true
+		rerun_upstream "$dir/stock-v2/test_cpu.tap" "$dir/patched-v2" --arch "$arch" --kernel "$patched" -- \
+			--bin "$bin" >"$dir/patched-runs"
+	) || printf 'TAP version 13\nnot ok 1 target %s %s: the tests stopped early\n1..1\n' \
+		"$base" "$arch" >"$dir/stopped.tap"
+	[[ -f $dir/stopped.tap ]] && target_summary_files+=("$dir/stopped.tap")
+	[[ -f $dir/build.tap ]] || return 0
+	target_summary_files+=("$dir/build.tap")
+	[[ -f $dir/build-each.tap ]] && target_summary_files+=("$dir/build-each.tap")
+	[[ -f $dir/patched-runs ]] || return 0
+	target_summary_opts+=(--info "$dir/stock-v2/test_cpu.tap" --info "$dir/patched-v2/test_cpu.tap"
+		--same-or-better "$dir/stock-v2/test_cpu.tap" "$(cat "$dir/patched-runs")")
+	for cg in v2 v1; do
+		target_summary_files+=("$dir/patched-$cg/kunit.tap" "$dir/patched-$cg/borrowing.tap")
+	done
+}
+target_tests 7.2 x86_64
+target_tests 6.12 arm64
+
 log "all tests ran in $(($(now_s) - t0)) s"
 echo
 python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	--info "$results/stock-v2/test_cpu.tap" --info "$results/patched-v2/test_cpu.tap" \
-	--same-or-better "$results/stock-v2/test_cpu.tap" "$(IFS=,; echo "${patched_runs[*]}")" \
+	--same-or-better "$results/stock-v2/test_cpu.tap" "$patched_runs" \
+	"${target_summary_opts[@]}" \
 	"$results/static.tap" "$results/vm-run.tap" \
 	"$results/patched-v2/kunit.tap" "$results/patched-v2/borrowing.tap" \
 	"$results/patched-v1/kunit.tap" "$results/patched-v1/borrowing.tap" \
@@ -259,4 +366,4 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/tools-build.tap" "$results/tools-host.tap" "$results/tools-host-borrowd.tap" \
 	"$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
 	"$results"/tools-stock-v2/{cgborrow,borrowd}-stock.tap "$results/tools-engines.tap" \
-	"$results/noisy_logging.tap"
+	"$results/noisy_logging.tap" "${target_summary_files[@]}"

@@ -33,7 +33,10 @@ Options:
   --mem SIZE      guest memory (default 2G)
   --timeout SEC   hard limit for the whole run (default \$CFSB_VM_TIMEOUT or 3600)
   --accel A       tcg (default), or kvm where it works (not on every host)
-  --arch A        x86_64 (default) or arm64
+  --arch A        x86_64 (default) or arm64: QEMU's virt machine with
+                  Cortex-A72 CPUs (a Raspberry Pi 4's), its root a Debian
+                  arm64 root filesystem made once under \$CFSB_CACHE (see
+                  guest_rootfs in scripts/lib.sh) instead of the host's /
   --host-cpus L   run QEMU on these host CPUs only (taskset list), e.g. to keep
                   two VMs that measure side by side on one host CPU each
   --icount SHIFT  TCG only: while a vCPU runs, the guest's clock counts its
@@ -91,7 +94,8 @@ x86_64)
 	console=ttyS0
 	;;
 arm64)
-	qemu=(qemu-system-aarch64 -machine virt -cpu max)
+	# A Raspberry Pi 4's cores, on QEMU's generic board.
+	qemu=(qemu-system-aarch64 -machine virt -cpu cortex-a72)
 	console=ttyAMA0
 	;;
 *) die "unknown architecture '$arch'" ;;
@@ -103,6 +107,16 @@ if [[ $accel == kvm ]]; then
 else
 	qemu+=(-accel "tcg,thread=${CFSB_TCG_THREAD:-single}")
 	[[ -z $icount ]] || qemu+=(-icount "shift=$icount")
+fi
+
+# The guest's root: the host's / on x86_64, a Debian root filesystem of the
+# guest's architecture otherwise. The kernel starts guest-init.sh from it
+# before the checkout is mounted, so a foreign root gets a copy at the
+# checkout's path (the checkout then mounts over it).
+ensure_guest_rootfs "$arch"
+rootfs=$(guest_rootfs "$arch")
+if [[ $rootfs != / ]]; then
+	install -D -m 0755 "$CFSB_ROOT/scripts/guest-init.sh" "$rootfs$CFSB_ROOT/scripts/guest-init.sh"
 fi
 
 rundir=$(mktemp -d /tmp/vm-run.XXXXXX)
@@ -138,7 +152,7 @@ qemu+=(
 	-smp "$cpus" -m "$mem" -nodefaults -no-reboot -display none -monitor none
 	-kernel "$kernel" -append "${cmdline[*]}"
 	-serial "file:$rundir/console.log"
-	-fsdev "local,id=rootfs,path=/,security_model=none,readonly=on,multidevs=remap"
+	-fsdev "local,id=rootfs,path=$rootfs,security_model=none,readonly=on,multidevs=remap"
 	-device "virtio-9p-pci,fsdev=rootfs,mount_tag=/dev/root"
 	-fsdev "local,id=repo,path=$CFSB_ROOT,security_model=none"
 	-device "virtio-9p-pci,fsdev=repo,mount_tag=cfsbrepo"

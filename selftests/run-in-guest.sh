@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs test suites inside the guest (scripts/vm-run.sh) and keeps each
 # suite's TAP output in a results directory for scripts/tap_summary.py.
-#   run-in-guest.sh RESULTS_DIR SUITE...
+#   run-in-guest.sh [--bin DIR] RESULTS_DIR SUITE...
+# --bin: where the test programs are (default .build/selftests; another
+# kernel's or architecture's build: make -C selftests OUT=DIR).
 # Suites: kunit (the sched_cfs_borrowing KUnit results of this boot),
 #         borrowing (test_borrowing), test_cpu (upstream cgroup cpu tests),
 #         stress (stress_borrowing, 100000 writes), stress-full (1 million
@@ -9,10 +11,14 @@
 #         must find nothing; on a kernel with CONFIG_DEBUG_KMEMLEAK).
 set -uo pipefail
 
-results=${1:?usage: run-in-guest.sh RESULTS_DIR SUITE...}
-shift
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$here/../.build/selftests
+if [[ ${1:-} == --bin ]]; then
+	bin=${2:?--bin needs a directory}
+	shift 2
+fi
+results=${1:?usage: run-in-guest.sh [--bin DIR] RESULTS_DIR SUITE...}
+shift
 mkdir -p "$results"
 
 run_suite() {
