@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The noisy-logging study: the reference paper's experiments 1 and 2 on the
-# patched kernel (charging off, process and thread mode) and on the stock
-# kernel, cgroup v1 and v2, in one run; then the report and the plots.
+# patched kernel (every charging mode, and the logging process moved into
+# its container's cgroup) and on the stock kernel with stock nerdctl, cgroup
+# v1 and v2, repeated across boots; the kernel overhead; unchanged engines
+# with borrowd; then the report and the plots.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/../scripts/lib.sh"
@@ -9,67 +11,83 @@ source "$(dirname "$0")/../scripts/lib.sh"
 usage() {
 	cat <<EOF
 Usage: ${0##*/} [--quick | --full] [--cgroup v1|v2|both] [--modes LIST]
-                [--exp2-modes LIST] [--parts LIST] [--exp2-n LIST] [--sysbench-burst]
-                [--icount] [--out DIR] [--report-only]
+                [--exp2-modes LIST] [--parts LIST] [--exp2-n LIST] [--boots N]
+                [--overhead-boots N] [--engines LIST] [--wall-clock]
+                [--sysbench-burst] [--out DIR] [--report-only] [--estimate]
 
-Builds what is missing (the stock and the patched kernel, the patched
-nerdctl, the images), then boots the kernels in QEMU (TCG, 4 vCPUs, the
-containers, their logging processes, containerd and the benchmark pinned to
-CPU 0) and runs experiments/noisy_logging_guest.sh there:
+Builds what is missing (the stock and the patched kernel with their modules,
+the patched and the stock nerdctl, the tools, the images), then boots the
+kernels in QEMU (TCG, 4 vCPUs, the containers, their logging processes,
+containerd and the benchmark pinned to CPU 0), two VMs at a time on one host
+CPU each, and measures there:
 
-  1. the patched kernel, one VM per hierarchy, side by side (one host CPU
-     each): experiment 1 (yes, lsmod loop, echo loop x quota 50/33/25/20 ms:
-     the logging process's CPU A, the part charged B, the container's C),
-     experiment 2 (N = 1..5 containers, quota 100/N ms: sysbench in one,
-     cmd1..cmd4 in the others) and the logging throughput, with charging
-     off (the stock behaviour), in process mode and in thread mode;
-  2. the overhead: sysbench alone (N = 1) on the stock and the patched
-     kernel, in two VMs at the same time; then the same with the guests'
-     clocks counting instructions (QEMU -icount), which resolves a
-     fraction of a per cent where the wall clock under emulation cannot.
+  exp1, exp2, throughput  per boot and hierarchy, one VM of the patched
+      kernel with the patched nerdctl in every mode (off: nothing charged,
+      the series unused; process; thread; incg: nothing charged, the logging
+      process moved into its container's cgroup), and one VM of the stock
+      kernel with stock nerdctl 1.7.7 (off), the baseline. Experiment 1: yes,
+      an lsmod loop, an echo loop x quota 50/33/25/20 ms: the logging
+      process's CPU A, the part charged B, the container's C. Experiment 2:
+      N = 1..5 containers, quota 100/N ms, sysbench in one, cmd1..cmd4 in
+      the others, each mode's cmd1 baseline measured before its cells. The
+      logging throughput (patched kernel). --boots repeats these VMs in
+      fresh boots: the error bars are across boots;
+  overhead  sysbench alone (N = 1) on the stock and the patched kernel in
+      --overhead-boots more boots each (cgroup v2); the report pools them
+      with the experiments' N = 1 cells;
+  engines   the patched kernel (v2) with unchanged engines and borrowd
+      (tools/tests/engines-in-guest.sh): Podman/conmon, stock nerdctl and
+      dockerd flooding a 50 ms quota, without and with borrowd, a sysbench
+      neighbour next to each.
 
-Then experiments/noisy_logging_report.py writes DIR/report.md (the paper's
-values and ours side by side), DIR/summary.json and DIR/plots/*.png. Raw
-data: DIR/raw/<kernel>-<hierarchy>/ (CSV, meta.json, sysbench output).
+Every part runs on the instruction clock (vm-run.sh --icount 0: a guest
+second is 10^9 instructions while a vCPU runs), unless --wall-clock. Then
+experiments/noisy_logging_report.py writes DIR/report.md, DIR/summary.json and
+DIR/plots/*.png from every run under DIR/raw. A run replaces only
+DIR/raw/<parts>.<clock>/, so parts run separately merge into one report (the
+same part run twice counts as more boots).
 
 Tiers:
-  --quick  (default) a smoke test of the whole pipeline, about 10 minutes:
-           yes and echo at quota 50 ms only, N = 1 and 2 with cmd1 and cmd2,
-           2 sysbench runs of 3 s, 3 s windows after 2 s
-  --full   the paper's: 30 s windows (after 10 s, when the logging process
-           has paid for its own start), all quotas, N = 1..5 with
-           cmd1..cmd4, 10 sysbench runs of 10 s: 2 h 23 min measured on
-           a 2-CPU host with --exp2-modes off,process, an estimated
-           3 h 05 min with thread mode in experiment 2 too
+  --quick  (default) a smoke test of every part and mode, the test command's:
+           yes at quota 50 ms; N = 1 and 2 with cmd1 and cmd2, 2 sysbench
+           runs of 1 s; one boot per VM; one overhead boot per kernel;
+           the engines part with stock nerdctl alone, for 2 s
+  --full   the paper's grid (3 commands x 4 quotas; N = 1..5 x cmd1..cmd4)
+           with shorter windows than the paper's 30 s and 10 x 10 s (4 s
+           after 2 s; 2 sysbench runs of 2 s per cell and boot: runs on the
+           instruction clock agree to 0.01 %, boots to 0.2 %), every VM in 2
+           boots, 2 overhead boots per kernel; --estimate says how long on
+           this machine
 
 Options:
   --cgroup H     v1, v2 or both (default)
-  --modes LIST   charging modes (default off,process,thread)
-  --exp2-modes LIST
-                 charging modes of experiment 2 (default: --modes); e.g.
-                 off,process to leave out thread mode, whose charge is a few
-                 per cent of the logging process's CPU (experiment 1 shows
-                 it), from the longest experiment
-  --parts LIST   what to measure (default exp1,exp2,throughput,overhead): a
-                 comma-separated subset, e.g. exp2 alone
+  --modes LIST   the patched kernel's modes (default off,process,thread,incg);
+                 the stock kernel runs off only
+  --exp2-modes LIST  experiment 2's modes (default: --modes)
+  --parts LIST   a comma-separated subset of exp1,exp2,throughput,overhead,
+                 engines (default: all)
   --exp2-n LIST  experiment 2 for these N only (default: the tier's), e.g. 2
+  --boots N      boots per VM of exp1, exp2, throughput (default: the tier's)
+  --overhead-boots N  boots per kernel of the overhead part (default: the tier's)
+  --engines LIST the engines part's engines (default: quick nerdctl, full
+                 podman,nerdctl,docker)
+  --wall-clock   QEMU's usual clock (a guest second is a host second)
   --sysbench-burst
                  give sysbench's container a CFS burst (cpu.max.burst) equal
-                 to its quota, so that quota it could not use in one period
-                 (the logging processes held the CPU) is usable later
-  --icount       experiments 1 and 2 on the instruction clock
-                 (vm-run.sh --icount 0): a guest second is 10^9 instructions
-                 while a vCPU runs, so that sysbench's events per CPU second
-                 no longer depend on how fast the emulator runs the code the
-                 other tasks leave it (a fork/exec loop slows it by 20 %)
+                 to its quota
   --out DIR      results directory inside the checkout (default: quick
                  results/noisy_logging/quick, full experiments/results/full)
   --report-only  only rewrite the report and plots from DIR/raw
+  --estimate     print how long this run would take, from its VMs' planned
+                 guest seconds and the pace of the VMs already run under
+                 DIR/raw (host seconds per planned second, seconds to boot),
+                 two VMs at a time; and exit
 EOF
 }
 
-tier=quick HIERARCHIES=(v2 v1) modes=off,process,thread exp2_modes="" out="" report_only=0
-parts=exp1,exp2,throughput,overhead exp2_n="" exp2_opts=() icount=0
+tier=quick HIERARCHIES=(v2 v1) modes=off,process,thread,incg exp2_modes="" out="" report_only=0
+parts=exp1,exp2,throughput,overhead,engines exp2_n="" exp2_opts=() wall=0 boots="" ov_boots=""
+engines_arg="" estimate=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--quick) tier=quick; shift ;;
@@ -79,27 +97,55 @@ while [[ $# -gt 0 ]]; do
 	--exp2-modes) exp2_modes=${2:?}; shift 2 ;;
 	--parts) parts=${2:?}; shift 2 ;;
 	--exp2-n) exp2_n=${2:?}; shift 2 ;;
+	--boots) boots=${2:?}; shift 2 ;;
+	--overhead-boots) ov_boots=${2:?}; shift 2 ;;
+	--engines) engines_arg=${2:?}; shift 2 ;;
 	--sysbench-burst) exp2_opts+=(--sysbench-burst); shift ;;
-	--icount) icount=1; shift ;;
+	--wall-clock) wall=1; shift ;;
 	--out) out=${2:?}; shift 2 ;;
 	--report-only) report_only=1; shift ;;
+	--estimate) estimate=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
 done
 exp2_modes=${exp2_modes:-$modes}
 for m in "$modes" "$exp2_modes"; do
-	[[ $m =~ ^(off|process|thread)(,(off|process|thread))*$ ]] ||
-		die "--modes and --exp2-modes take a comma-separated list of off, process, thread"
+	[[ $m =~ ^(off|process|thread|incg)(,(off|process|thread|incg))*$ ]] ||
+		die "--modes and --exp2-modes take a comma-separated list of off, process, thread, incg"
 done
-[[ $parts =~ ^(exp1|exp2|throughput|overhead)(,(exp1|exp2|throughput|overhead))*$ ]] ||
-	die "--parts takes a comma-separated list of exp1, exp2, throughput, overhead"
+[[ $parts =~ ^(exp1|exp2|throughput|overhead|engines)(,(exp1|exp2|throughput|overhead|engines))*$ ]] ||
+	die "--parts takes a comma-separated list of exp1, exp2, throughput, overhead, engines"
 if [[ -n $exp2_n ]]; then
 	[[ $exp2_n =~ ^[1-9][0-9]?(,[1-9][0-9]?)*$ ]] || die "--exp2-n takes a comma-separated list of N (1..99)"
 	exp2_opts+=(--exp2-n "$exp2_n")
 fi
-# guest_parts: the parts of the first phase, for the guest script.
-guest_parts=$(tr , '\n' <<<"$parts" | grep -v '^overhead$' | paste -sd, || true)
+# The quick tier's engine is stock nerdctl alone (the test command's tools
+# section runs Podman's and Docker's through the same script).
+case $tier in
+quick) boots=${boots:-1} ov_boots=${ov_boots:-1} engine_secs=2 engines=${engines_arg:-nerdctl} ;;
+full) boots=${boots:-2} ov_boots=${ov_boots:-2} engine_secs=6 engines=${engines_arg:-podman,nerdctl,docker} ;;
+esac
+[[ $boots =~ ^[1-9][0-9]?$ && $ov_boots =~ ^[0-9][0-9]?$ ]] || die "--boots and --overhead-boots take a number"
+[[ $engines =~ ^(podman|nerdctl|docker)(,(podman|nerdctl|docker))*$ ]] ||
+	die "--engines takes a comma-separated list of podman, nerdctl, docker"
+IFS=, read -ra engine_list <<<"$engines"
+has_part() { [[ ,$parts, == *",$1,"* ]]; }
+# only LIST WORD...: the words of comma-separated LIST that are among WORD...
+only() {
+	local list=$1 w keep=()
+	shift
+	for w in ${list//,/ }; do [[ " $* " == *" $w "* ]] && keep+=("$w"); done
+	(IFS=,; echo "${keep[*]}")
+}
+# What the experiments' VMs run; the stock kernel, the baseline, charges
+# nothing: no throughput part (it compares charging modes), `off` only.
+guest_parts=$(only "$parts" exp1 exp2 throughput)
+stock_parts=$(only "$parts" exp1 exp2)
+clock=icount
+((wall)) && clock=wall
+# This run's raw data: a directory of its own, so that other parts' stay.
+run_id=${parts//,/+}.$clock
 # The full tier's results are kept with the project; a quick run's are not.
 case $tier in
 quick) out=${out:-$CFSB_ROOT/results/noisy_logging/quick} ;;
@@ -108,6 +154,7 @@ esac
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 [[ $out == "$CFSB_ROOT"/* ]] || die "--out must be inside the checkout ($CFSB_ROOT): the guest writes there"
+raw=$out/raw/$run_id
 
 # The report needs matplotlib; Debian's, for Debian's python3.
 REPORT_PYTHON=/usr/bin/python3
@@ -115,6 +162,88 @@ report() {
 	log "writing the report"
 	"$REPORT_PYTHON" "$CFSB_ROOT/experiments/noisy_logging_report.py" "$out"
 }
+
+# hms SECONDS: 1h02m03s.
+hms() {
+	local s=$1
+	if ((s >= 3600)); then printf '%dh%02dm%02ds' $((s / 3600)) $((s % 3600 / 60)) $((s % 60)); else
+		printf '%dm%02ds' $((s / 60)) $((s % 60)); fi
+}
+
+# vm_plan: this run's VMs, "NAME KERNEL HIERARCHY ARG..." per line. Boot by
+# boot, the experiments' VMs of each hierarchy, patched then stock, so that
+# each boot's cells lie between the other boots' in time; then the
+# overhead's boots, then the engines.
+GUEST=$CFSB_ROOT/experiments/noisy_logging_guest.sh
+vm_plan() {
+	local b hier
+	for ((b = 1; b <= boots; b++)); do
+		[[ -n $guest_parts ]] || break
+		for hier in "${HIERARCHIES[@]}"; do
+			echo "patched-$hier-b$b patched $hier --parts $guest_parts --modes $modes" \
+				"--exp2-modes $exp2_modes ${exp2_opts[*]}"
+		done
+		# (The engines next to the first boot's stock VMs: the longest VMs
+		# first, the two host CPUs end at about the same time.)
+		((b == 1)) && has_part engines && echo "engines-v2-b1 patched v2 engines"
+		for hier in "${HIERARCHIES[@]}"; do
+			[[ -z $stock_parts ]] ||
+				echo "stock-$hier-b$b stock $hier --parts $stock_parts --nerdctl stock --modes off ${exp2_opts[*]}"
+		done
+	done
+	[[ -z $guest_parts ]] && has_part engines && echo "engines-v2-b1 patched v2 engines"
+	if has_part overhead; then
+		for ((b = 1; b <= ov_boots; b++)); do
+			echo "n1-patched-v2-b$b patched v2 --parts sysbench1 --modes off"
+			echo "n1-stock-v2-b$b stock v2 --parts sysbench1 --modes off --nerdctl stock"
+		done
+	fi
+	return 0
+}
+
+# planned_s ARG...: the guest seconds a VM plans. The engines: sysbench
+# alone and per engine and mode a window, a neighbour's sysbench and about
+# 12 s of starting and stopping.
+planned_s() {
+	if [[ $1 == engines ]]; then
+		echo $((${#engine_list[@]} * (engine_secs + 2 * (engine_secs + 12))))
+	else
+		"$GUEST" --plan --tier "$tier" "$@"
+	fi
+}
+
+if ((estimate)); then
+	# The pace of the VMs run so far (host.json, written per VM): host
+	# seconds per planned guest second once booted, and the boot.
+	pace=$("$REPORT_PYTHON" -c '
+import json, sys
+from pathlib import Path
+busy = planned = 0.0
+boot = []
+for h in Path(sys.argv[1]).glob("*/*/host.json"):
+    j = json.loads(h.read_text())
+    if j.get("planned_s") and j.get("clock") == sys.argv[2]:
+        busy += j["seconds"] - j["boot_s"]
+        planned += j["planned_s"]
+        boot.append(j["boot_s"])
+if not boot:
+    sys.exit(f"no finished VM on the {sys.argv[2]} clock under {sys.argv[1]} to take the pace from")
+print(f"{busy / planned:.3f} {sum(boot) / len(boot):.0f} {len(boot)}")' "$out/raw" "$clock")
+	read -r k boot_s n_from <<<"$pace"
+	slot0=0 slot1=0 n=0
+	while read -r name kernel hier args; do
+		# shellcheck disable=SC2086 # the arguments are words
+		p=$(planned_s $args)
+		t=$(awk -v p="$p" -v k="$k" -v b="$boot_s" 'BEGIN { printf "%d", b + p * k }')
+		if ((slot0 <= slot1)); then slot0=$((slot0 + t)); else slot1=$((slot1 + t)); fi
+		n=$((n + 1))
+		printf '%-22s %-7s %s %5d planned s  ~%s\n' "$name" "$kernel" "$hier" "$p" "$(hms "$t")"
+	done < <(vm_plan)
+	echo "$n VMs, two at a time: about $(hms $((slot0 > slot1 ? slot0 : slot1))) on the $clock clock" \
+		"($k host s per planned s, $boot_s s to boot: from $n_from VMs under ${out#"$CFSB_ROOT"/}/raw)"
+	exit 0
+fi
+
 ensure_packages python3 python3-matplotlib
 if ((report_only)); then
 	report
@@ -125,114 +254,106 @@ ensure_packages "${CONTAINER_PACKAGES[@]}" jq
 "$CFSB_ROOT/scripts/kernel-build.sh" --variant stock
 "$CFSB_ROOT/scripts/kernel-build.sh" --variant patched
 "$CFSB_ROOT/scripts/nerdctl-build.sh"
+"$CFSB_ROOT/scripts/nerdctl-build.sh" --stock
+if has_part engines; then
+	ensure_packages "${TOOLS_PACKAGES[@]}" "${ENGINE_PACKAGES[@]}"
+	make -s -C "$CFSB_ROOT/tools"
+fi
 python3 "$CFSB_ROOT/scripts/build_images.py" "$CFSB_ROOT/.build/images" >/dev/null
 
-rm -rf "$out/raw"
-mkdir -p "$out/raw"
+rm -rf "$raw"
+mkdir -p "$raw"
 case $tier in quick) vm_timeout=1800 ;; full) vm_timeout=14400 ;; esac
-
-# guest NAME KERNEL HIERARCHY ARGS...: start a VM in the background that
-# runs the guest script into raw/NAME; its pid into GUEST_PIDS[NAME]. The
-# VMs of a phase get a host CPU each (while there are enough), so that
-# neither migrates onto the other's.
-# VM_OPTS: more options for vm-run.sh (--icount).
-declare -A GUEST_PIDS=()
 VM_OPTS=()
+((wall)) || VM_OPTS=(--icount 0)
+
+# guest SLOT NAME KERNEL HIERARCHY ARG...: start a VM in the background on
+# host CPU SLOT that runs the guest script with ARG... (or, for "engines",
+# tools/tests/engines-in-guest.sh) into raw/NAME.
+declare -A GUEST_PIDS=() GUEST_T0=() GUEST_BOOT=()
+SLOT_FREE=()
 guest() {
-	local name=$1 kernel=$2 hier=$3 pin=()
-	shift 3
-	mkdir -p "$out/raw/$name"
-	((${#GUEST_PIDS[@]} < $(nproc))) && pin=(--host-cpus "${#GUEST_PIDS[@]}")
+	local slot=$1 name=$2 kernel=$3 hier=$4 cmd
+	shift 4
+	mkdir -p "$raw/$name"
+	if [[ $1 == engines ]]; then
+		cmd=("$CFSB_ROOT/tools/tests/engines-in-guest.sh" --seconds "$engine_secs" --modes "off,borrowd"
+			--csv "$raw/$name/engines.csv" --progress "$raw/$name/progress" "${engine_list[@]}")
+	else
+		cmd=("$GUEST" --out "$raw/$name" --tier "$tier" "$@")
+	fi
+	planned_s "$@" >"$raw/$name/planned_s"
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$(kernel_image_path "$kernel" x86_64 default)" \
-		--cgroup "$hier" --cpus 4 --mem 4G --timeout "$vm_timeout" "${pin[@]}" "${VM_OPTS[@]}" -- \
-		"$CFSB_ROOT/experiments/noisy_logging_guest.sh" --out "$out/raw/$name" --tier "$tier" \
-		--modes "$modes" "$@" >"$out/raw/$name/vm.log" 2>&1 &
-	GUEST_PIDS[$name]=$!
+		--cgroup "$hier" --cpus 4 --mem 4G --timeout "$vm_timeout" --host-cpus "$slot" "${VM_OPTS[@]}" -- \
+		"${cmd[@]}" >"$raw/$name/vm.log" 2>&1 &
+	GUEST_PIDS[$name]=$! GUEST_T0[$name]=$(now_s) GUEST_BOOT[$name]="" SLOT_FREE[slot]=0
+	echo "$slot" >"$raw/$name/slot"
 }
 
-# hms SECONDS: 1h02m03s.
-hms() {
-	local s=$1
-	if ((s >= 3600)); then printf '%dh%02dm%02ds' $((s / 3600)) $((s % 3600 / 60)) $((s % 60)); else
-		printf '%dm%02ds' $((s / 60)) $((s % 60)); fi
+# reap NAME: a VM that ended: its host.json (host seconds, of which booting
+# up to its first planned second), or its log's tail and a failure.
+FAILED=()
+reap() {
+	local name=$1 status=0 now
+	wait "${GUEST_PIDS[$name]}" || status=$?
+	now=$(now_s)
+	SLOT_FREE[$(cat "$raw/$name/slot")]=1
+	printf '{"seconds": %d, "boot_s": %d, "planned_s": %d, "clock": "%s", "exit": %d}\n' \
+		$((now - GUEST_T0[$name])) "${GUEST_BOOT[$name]:-0}" "$(cat "$raw/$name/planned_s")" "$clock" \
+		"$status" >"$raw/$name/host.json"
+	unset "GUEST_PIDS[$name]"
+	if ((status != 0)); then
+		FAILED+=("$name")
+		log "$name failed (exit status $status); its output:"
+		tail -20 "$raw/$name/vm.log" >&2
+	fi
 }
 
-# wait_guests PHASE: wait for the VMs, showing each one's current cell,
-# elapsed time and estimated remaining time (from the guest's progress
-# file: seconds of planned work done and in all, at the host's pace since
-# the phase began: on the instruction clock a guest second is no host
-# second); fail if one failed.
-wait_guests() {
-	local phase=$1 name pid running status failed=() line=""
-	local t0 now did total label eta
+# run_vms: every VM of vm_plan, two at a time (one per host CPU), each
+# started as a CPU frees; shows each one's cell and estimated remaining
+# time (from the guest's progress file: planned seconds done and in all).
+run_vms() {
+	local t0 now line name did total label eta slot ncpu
+	ncpu=$(($(nproc) < 2 ? 1 : 2))
+	for ((slot = 0; slot < ncpu; slot++)); do SLOT_FREE[slot]=1; done
+	mapfile -t queue < <(vm_plan)
 	t0=$(now_s)
-	while :; do
-		running=0 line="" now=$(now_s)
+	while [[ ${#queue[@]} -gt 0 || ${#GUEST_PIDS[@]} -gt 0 ]]; do
 		for name in "${!GUEST_PIDS[@]}"; do
-			label=""
-			kill -0 "${GUEST_PIDS[$name]}" 2>/dev/null && running=$((running + 1))
-			if read -r did total _ label 2>/dev/null <"$out/raw/$name/progress" && ((did > 0)); then
-				eta="~$(hms $(((total - did) * (now - t0) / did)))"
-			else
-				eta="?" label=${label:-booting}
+			kill -0 "${GUEST_PIDS[$name]}" 2>/dev/null || reap "$name"
+		done
+		for ((slot = 0; slot < ncpu; slot++)); do
+			if ((SLOT_FREE[slot])) && [[ ${#queue[@]} -gt 0 ]]; then
+				# shellcheck disable=SC2086 # the plan's words
+				guest "$slot" ${queue[0]}
+				queue=("${queue[@]:1}")
+			fi
+		done
+		now=$(now_s) line=""
+		for name in "${!GUEST_PIDS[@]}"; do
+			label="" eta="?"
+			if read -r did total _ label 2>/dev/null <"$raw/$name/progress"; then
+				[[ -n ${GUEST_BOOT[$name]} ]] || GUEST_BOOT[$name]=$((now - GUEST_T0[$name]))
+				((did > 0)) && eta="~$(hms $(((total - did) * (now - GUEST_T0[$name] - GUEST_BOOT[$name]) / did)))"
 			fi
 			line+="  [$name: ${label:-booting}, $eta left]"
 		done
 		if [[ -t 2 ]]; then
-			printf '\r\033[K%s %s%s' "$phase" "$(hms $((now - t0)))" "$line" >&2
-		elif (((now - t0) % 60 < 10)); then
-			log "$phase $(hms $((now - t0)))$line"
+			printf '\r\033[K%s%s' "$(hms $((now - t0)))" "$line" >&2
+		elif (((now - t0) % 60 < 5)); then
+			log "$(hms $((now - t0))), ${#queue[@]} VMs to start$line"
 		fi
-		((running > 0)) || break
-		sleep 10
+		sleep 5
 	done
 	[[ -t 2 ]] && echo >&2
-	for name in "${!GUEST_PIDS[@]}"; do
-		pid=${GUEST_PIDS[$name]}
-		status=0
-		wait "$pid" || status=$?
-		if ((status != 0)); then
-			failed+=("$name")
-			log "$name failed (exit status $status); its output:"
-			tail -20 "$out/raw/$name/vm.log" >&2
-		fi
-	done
-	GUEST_PIDS=()
-	[[ ${#failed[@]} -eq 0 ]] || die "$phase: failed in ${failed[*]} (logs in $out/raw/)"
+	[[ ${#FAILED[@]} -eq 0 ]] || die "failed in ${FAILED[*]} (logs in $raw/)"
 }
 
 started=$(now_s)
-# The two hierarchies side by side: one host CPU each, no interference
-# through the guest's scheduler. The result is ratios inside each VM.
-if [[ -n $guest_parts ]]; then
-	((icount)) && VM_OPTS=(--icount 0)
-	for hier in "${HIERARCHIES[@]}"; do
-		guest "patched-$hier" patched "$hier" --parts "$guest_parts" --exp2-modes "$exp2_modes" "${exp2_opts[@]}"
-	done
-	wait_guests "experiments"
-	VM_OPTS=()
-fi
-# The stock and the patched kernel at the same time, under the same host
-# load, for the overhead comparison: once on the wall clock, once on the
-# instruction clock (vm-run.sh --icount 0), where sysbench's events/s count
-# instructions, free of the emulation's speed and the host's load, which
-# make wall-clock runs vary by some 5 %.
-# overhead_pair SUFFIX PHASE [VM-RUN OPTION...]: sysbench alone on the stock
-# and the patched kernel, raw/stock$SUFFIX-v2 and raw/overhead-patched$SUFFIX-v2.
-overhead_pair() {
-	local suffix=$1 phase=$2
-	shift 2
-	VM_OPTS=("$@")
-	guest "stock$suffix-v2" stock v2 --parts sysbench1 --modes off
-	guest "overhead-patched$suffix-v2" patched v2 --parts sysbench1 --modes off
-	wait_guests "$phase"
-	VM_OPTS=()
-}
-if [[ ,$parts, == *,overhead,* ]]; then
-	overhead_pair "" "overhead"
-	overhead_pair -icount "overhead on the instruction clock" --icount 0
-fi
+run_vms
 log "measured in $(hms $(($(now_s) - started)))"
-echo "{\"tier\": \"$tier\", \"seconds\": $(($(now_s) - started)), \"host_cpus\": $(nproc), \"icount\": $( ((icount)) && echo true || echo false)}" >"$out/raw/run.json"
+printf '{"tier": "%s", "parts": "%s", "seconds": %d, "host_cpus": %d, "clock": "%s", "icount": %s, "boots": %d, "overhead_boots": %d, "engines": "%s"}\n' \
+	"$tier" "$parts" $(($(now_s) - started)) "$(nproc)" "$clock" "$( ((wall)) && echo false || echo true)" \
+	"$boots" "$ov_boots" "$engines" >"$raw/run.json"
 report
 log "report: ${out#"$CFSB_ROOT"/}/report.md, plots: ${out#"$CFSB_ROOT"/}/plots/"

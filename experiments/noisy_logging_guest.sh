@@ -5,7 +5,7 @@
 #
 #   noisy_logging_guest.sh --out DIR [--tier quick|full] [--parts LIST]
 #                          [--modes LIST] [--exp2-modes LIST] [--exp2-n LIST]
-#                          [--sysbench-burst]
+#                          [--nerdctl patched|stock] [--sysbench-burst] [--plan]
 #
 # Layout as in the reference study: containerd, the shims and the logging
 # processes in /system.slice/containerd.service, the containers (nerdctl's
@@ -23,16 +23,24 @@
 #   throughput  a container running yes without quota: log bytes per second
 #               with charging off and in process mode, alternating
 #   sysbench1   N = 1 only (sysbench alone): the kernel overhead comparison
-# Modes (default off,process,thread) apply to exp1 and, unless --exp2-modes
-# names others, to exp2; `off` is the stock behaviour. --exp2-n runs
-# experiment 2 for those N only (default: the tier's, 1..5 or 1,2).
+# Modes (default off,process,thread,incg) apply to exp1 and, unless
+# --exp2-modes names others, to exp2: off (nothing charged, the stock
+# behaviour), process and thread (nerdctl's cpu-charge), incg (nothing
+# charged, the logging process moved into its container's cgroup, as
+# Podman's conmon_cgroup or a pod would place it). In experiment 2 each mode
+# has its own cmd1 baseline, measured before that mode's cells of each N.
+# --nerdctl stock: unmodified nerdctl (no cpu-charge option: off and incg
+# only), the stock kernel's baseline. --exp2-n runs experiment 2 for those N
+# only (default: the tier's). --plan prints the planned seconds and exits.
+# The kernel's modules (vm-run.sh shares them) are loaded first: the lsmod
+# loop lists them.
 # --sysbench-burst gives sysbench's container a burst (cpu.max.burst,
 # cpu.cfs_burst_us) equal to its quota: the quota it leaves unused in one
 # period, while the logging processes hold the CPU, it may use later.
 set -euo pipefail
 
-out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread exp2_modes="" exp2_n=""
-sb_burst=0
+out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread,incg exp2_modes="" exp2_n=""
+sb_burst=0 nerdctl=patched plan_only=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--out) out=${2:?}; shift 2 ;;
@@ -42,11 +50,18 @@ while [[ $# -gt 0 ]]; do
 	--exp2-modes) exp2_modes=${2:?}; shift 2 ;;
 	--exp2-n) exp2_n=${2:?}; shift 2 ;;
 	--sysbench-burst) sb_burst=1; shift ;;
-	-h | --help) sed -n '5,31p' "$0" | cut -c3-; exit 0 ;;
+	--nerdctl) nerdctl=${2:?}; shift 2 ;;
+	--plan) plan_only=1 out=${out:-/dev/null}; shift ;;
+	-h | --help) sed -n '5,40p' "$0" | cut -c3-; exit 0 ;;
 	*) echo "noisy_logging_guest: unknown option $1" >&2; exit 2 ;;
 	esac
 done
 [[ -n $out ]] || { echo "noisy_logging_guest: --out DIR is required" >&2; exit 2; }
+case $nerdctl in
+patched) ;;
+stock) CS_NERDCTL=$(cd "$(dirname "$0")/.." && pwd)/.build/nerdctl-stock/nerdctl ;;
+*) echo "noisy_logging_guest: --nerdctl is patched or stock" >&2; exit 2 ;;
+esac
 
 # shellcheck source=scripts/container-stack.sh
 source "$(dirname "$0")/../scripts/container-stack.sh"
@@ -66,29 +81,34 @@ declare -A EXP2_CMD=(
 )
 PERIOD_US=100000
 
-# What each tier measures: the full tier is the reference study's (30 s
-# averages; 10 sysbench runs of 10 s); the quick tier checks the pipeline.
+# What each tier measures: the full tier has the reference study's grid
+# (its windows are 30 s and 10 x 10 s of sysbench; on the instruction clock,
+# where a busy guest second takes about three host seconds, shorter windows
+# repeated across boots measure more for the time); the quick tier checks the
+# pipeline with every mode and part.
 case $tier in
 full)
 	EXP1_CMDS=(yes lsmod echo) EXP1_QUOTAS_MS=(50 33 25 20)
-	EXP1_SETTLE=10 EXP1_WINDOW=30
+	EXP1_SETTLE=2 EXP1_WINDOW=4
 	EXP2_NS=(1 2 3 4 5) EXP2_CMDS=(cmd1 cmd2 cmd3 cmd4)
-	SB_RUNS=10 SB_TIME=10 EXP2_SETTLE=5
-	TP_WINDOWS=3 TP_WINDOW=10
+	SB_RUNS=2 SB_TIME=2 EXP2_SETTLE=2
+	TP_WINDOWS=2 TP_WINDOW=2
 	;;
 quick)
-	EXP1_CMDS=(yes echo) EXP1_QUOTAS_MS=(50)
-	EXP1_SETTLE=2 EXP1_WINDOW=3
+	EXP1_CMDS=(yes) EXP1_QUOTAS_MS=(50)
+	EXP1_SETTLE=1 EXP1_WINDOW=2
 	EXP2_NS=(1 2) EXP2_CMDS=(cmd1 cmd2)
-	SB_RUNS=2 SB_TIME=3 EXP2_SETTLE=2
-	TP_WINDOWS=1 TP_WINDOW=3
+	SB_RUNS=2 SB_TIME=1 EXP2_SETTLE=1
+	TP_WINDOWS=1 TP_WINDOW=1
 	;;
 *) echo "noisy_logging_guest: --tier is quick or full" >&2; exit 2 ;;
 esac
 IFS=, read -ra MODES <<<"$modes"
 IFS=, read -ra EXP2_MODES <<<"${exp2_modes:-$modes}"
 for m in "${MODES[@]}" "${EXP2_MODES[@]}"; do
-	case $m in off | process | thread) ;; *) echo "noisy_logging_guest: unknown mode $m" >&2; exit 2 ;; esac
+	case $m in off | incg) ;; process | thread) [[ $nerdctl == patched ]] ||
+		{ echo "noisy_logging_guest: stock nerdctl charges nothing: no $m mode" >&2; exit 2; } ;;
+	*) echo "noisy_logging_guest: unknown mode $m" >&2; exit 2 ;; esac
 done
 if [[ -n $exp2_n ]]; then
 	[[ $exp2_n =~ ^[1-9][0-9]?(,[1-9][0-9]?)*$ ]] ||
@@ -100,7 +120,7 @@ has_part() { [[ ,$parts, == *",$1,"* ]]; }
 # quota_us MS: 100/N ms and the study's 33 ms as microseconds.
 quota_us() { echo $(($1 * 1000)); }
 
-mkdir -p "$out"
+((plan_only)) || mkdir -p "$out"
 STARTED=${EPOCHREALTIME/./}
 
 # --- progress ------------------------------------------------------------------
@@ -120,10 +140,12 @@ step() {
 	printf '%d.%03d %s\n' $(((now - STARTED) / 1000000)) $(((now - STARTED) / 1000 % 1000)) "$*" >>"$out/steps.log"
 }
 # A container's fixed cost (starting, finding and removing it under
-# emulation), in planned seconds.
-CELL_COST=20
+# emulation), in planned seconds of the guest's clock.
+# (Measured on the instruction clock: 0.75 s to start a container, 1 s to
+# remove it; runc's sysbench container starts in under a second.)
+CELL_COST=2
 exp1_cost() { echo $((EXP1_SETTLE + EXP1_WINDOW + CELL_COST)); }
-exp2_cost() { echo $((EXP2_SETTLE + SB_RUNS * (SB_TIME + 1) + CELL_COST * $1)); }
+exp2_cost() { echo $((EXP2_SETTLE + SB_RUNS * SB_TIME + 1 + CELL_COST * ($1 - 1))); }
 tp_cost() { echo $((2 * TP_WINDOWS * (TP_WINDOW + 1 + CELL_COST))); }
 
 # --- snapshots -----------------------------------------------------------------
@@ -167,7 +189,7 @@ cpu0_switches() {
 # summed: WATCH_CG (container cgroups), WATCH_LOGGER (logging process pids),
 # WATCH_SHIM (their shims), plus containerd and the logging cgroup; into the
 # associative array NAME, fork-free.
-WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=()
+WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=() WATCH_LOG=()
 LOGGING_CG=""
 CONTAINERD_PID=""
 snapshot() {
@@ -176,7 +198,7 @@ snapshot() {
 	snap=([wall]=${EPOCHREALTIME/./} [logger]=0 [shim]=0 [containerd]=0 [logging_cgroup]=0
 		[container]=0 [nr_periods]=0 [nr_throttled]=0 [throttled]=0 [nr_borrow_periods]=0
 		[charged]=0 [deducted]=0 [dropped]=0 [cpu0_idle]=0 [cpu0_irq]=0
-		[nr_cpu0_switches]=0 [others_busy]=0)
+		[nr_cpu0_switches]=0 [others_busy]=0 [log_bytes]=0)
 	cpu0_times && snap[cpu0_idle]=$CPU0_IDLE snap[cpu0_irq]=$CPU0_IRQ snap[others_busy]=$OTHERS_BUSY
 	cpu0_switches && snap[nr_cpu0_switches]=$CPU0_SWITCHES
 	for p in "${WATCH_LOGGER[@]}"; do
@@ -184,6 +206,9 @@ snapshot() {
 	done
 	for p in "${WATCH_SHIM[@]}"; do
 		cs_pid_cpu_us "$p" && snap[shim]=$((snap[shim] + REPLY))
+	done
+	for p in "${WATCH_LOG[@]}"; do
+		[[ -e $p ]] && snap[log_bytes]=$((snap[log_bytes] + $(stat -c %s "$p")))
 	done
 	cs_pid_cpu_us "$CONTAINERD_PID" && snap[containerd]=$REPLY
 	cs_usage_us "$LOGGING_CG" && snap[logging_cgroup]=$REPLY
@@ -198,12 +223,12 @@ snapshot() {
 	done
 }
 SNAP_KEYS=(wall logger charged container logging_cgroup shim containerd nr_periods nr_throttled
-	throttled nr_borrow_periods deducted dropped cpu0_idle cpu0_irq nr_cpu0_switches others_busy)
+	throttled nr_borrow_periods deducted dropped cpu0_idle cpu0_irq nr_cpu0_switches others_busy log_bytes)
 # snapshot_header: the CSV columns of snapshot_delta (counts, or µs).
 snapshot_header() {
 	local k line=""
 	for k in "${SNAP_KEYS[@]}"; do
-		[[ $k == nr_* ]] || k+=_us
+		[[ $k == nr_* || $k == *_bytes ]] || k+=_us
 		line+=${line:+,}$k
 	done
 	echo "$line"
@@ -219,11 +244,14 @@ snapshot_delta() {
 	REPLY=$line
 }
 
-# watch_containers ID...: put the containers' cgroups, logging processes and shims
-# under watch.
+# watch_containers MODE ID...: put the containers' cgroups, logging
+# processes, shims and json logs under watch; in incg mode, move each logging
+# process into its container's cgroup (in every hierarchy where the
+# container has one: v1's cpu and cpuset alike).
 watch_containers() {
-	local id pid cg
-	WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=()
+	local mode=$1 id pid cg log ctrl
+	shift
+	WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=() WATCH_LOG=()
 	for id in "$@"; do
 		# nerdctl's cgroupfs layout, without another nerdctl call.
 		cg=$CPU_ROOT/default/$id
@@ -232,14 +260,26 @@ watch_containers() {
 		pid=$(cs_logger_pid "$id") || cs_die "no logging process for container $id"
 		WATCH_LOGGER+=("$pid")
 		cs_ppid "$pid" && WATCH_SHIM+=("$REPLY")
+		for log in /var/lib/nerdctl/*/containers/*/"$id"/"$id"-json.log; do WATCH_LOG+=("$log"); done
+		[[ $mode == incg ]] || continue
+		if [[ $HIER == v2 ]]; then
+			echo "$pid" >"$cg/cgroup.procs"
+		else
+			for ctrl in /sys/fs/cgroup/*/default/"$id"; do echo "$pid" >"$ctrl/cgroup.procs"; done
+		fi
 	done
 }
 
 # noisy MODE QUOTA_US CMD: start a container like the study's noisy ones;
-# prints its id.
+# prints its id. (incg charges nothing: its logging process is moved.)
 noisy() {
+	local charge=()
+	case $nerdctl:$1 in
+	patched:incg) charge=(--log-opt cpu-charge=off) ;;
+	patched:*) charge=(--log-opt "cpu-charge=$1") ;;
+	esac
 	cs_run -d --cpuset-cpus 0 --cpu-period "$PERIOD_US" --cpu-quota "$2" --cpu-shares 1024 \
-		--log-opt "cpu-charge=$1" cfsb/busybox sh -c "$3"
+		"${charge[@]}" cfsb/busybox sh -c "$3"
 }
 
 # --- experiment 1 ----------------------------------------------------------------
@@ -253,7 +293,7 @@ exp1() {
 				progress "exp1 $cmd quota ${q}ms $mode"
 				id=$(noisy "$mode" "$(quota_us "$q")" "${EXP1_CMD[$cmd]}")
 				step "started $id"
-				watch_containers "$id"
+				watch_containers "$mode" "$id"
 				step "watching"
 				cs_nap "$EXP1_SETTLE"
 				snapshot s0
@@ -327,7 +367,7 @@ exp2_cell() {
 	local name=sysbench-$n-$cmd-$mode log=$out/sysbench-$n-$cmd-$mode.log
 	for ((i = 1; i < n; i++)); do ids+=("$(noisy "$mode" "$q" "${EXP2_CMD[$cmd]}")"); done
 	step "started ${ids[*]}"
-	if ((n > 1)); then watch_containers "${ids[@]}"; else WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=(); fi
+	if ((n > 1)); then watch_containers "$mode" "${ids[@]}"; else WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=() WATCH_LOG=(); fi
 	step "watching"
 	cs_nap "$EXP2_SETTLE"
 	snapshot s0
@@ -346,18 +386,19 @@ exp2_cell() {
 }
 
 # exp2_grid NS...: the cells of experiment 2 for those N, "n cmd mode" per
-# line. N = 1 has no noisy container: measured once, as cmd1. cmd1 logs
-# nothing, so the charging mode changes nothing: measured once, as `off`.
+# line. N = 1 has no noisy container: measured once, as cmd1 `off`. For
+# N > 1 each mode's cmd1 baseline comes first, then that mode's cells: the
+# baseline is measured as often as the modes, and between the cells, so that
+# drift in a boot shows in the ratios' spread.
 exp2_grid() {
 	local n cmd mode
 	for n in "$@"; do
-		for cmd in "${EXP2_CMDS[@]}"; do
-			((n == 1)) && [[ $cmd != cmd1 ]] && continue
-			if [[ $cmd == cmd1 ]]; then
-				echo "$n $cmd off"
-			else
-				for mode in "${EXP2_MODES[@]}"; do echo "$n $cmd $mode"; done
-			fi
+		if ((n == 1)); then
+			echo "1 cmd1 off"
+			continue
+		fi
+		for mode in "${EXP2_MODES[@]}"; do
+			for cmd in "${EXP2_CMDS[@]}"; do echo "$n $cmd $mode"; done
 		done
 	done
 }
@@ -383,6 +424,7 @@ throughput() {
 		for mode in off process; do
 			progress "throughput $mode $w/$TP_WINDOWS"
 			id=$(cs_run -d --cpuset-cpus 0 --log-opt "cpu-charge=$mode" cfsb/busybox yes)
+			[[ -n $id ]] || cs_die "cannot start the throughput container"
 			log=$(cs_nerdctl inspect -f '{{.LogPath}}' "$id")
 			cs_nap 1
 			size0=$(stat -c %s "$log") t0=${EPOCHREALTIME/./}
@@ -396,19 +438,6 @@ throughput() {
 }
 
 # --- main --------------------------------------------------------------------------
-HIER=$(cs_hierarchy)
-# Everything on CPU 0: this shell and what it starts (containerd, whose
-# shims and logging processes inherit it; runc); the containers get cpuset 0.
-# (The host script boots four CPUs, as the reference study's machine had:
-# the scheduler's time slice grows with the number of CPUs.)
-taskset -pc 0 $$ >/dev/null
-cs_start --cpus 0
-trap cs_stop EXIT
-cs_load_images busybox
-CPU_ROOT=$(cs_cpu_root)
-LOGGING_CG=$CPU_ROOT/$CS_CONTAINERD_CGROUP
-read -r CONTAINERD_PID <"$CS_STATE/containerd.pid"
-
 # The plan: how many cells, and their planned seconds.
 EXP1_CELLS=0 EXP2_CELLS=0 TP_CELLS=0
 if has_part exp1; then
@@ -431,6 +460,31 @@ if has_part throughput; then
 	plan "$(tp_cost)"
 	TP_CELLS=$((2 * TP_WINDOWS))
 fi
+if ((plan_only)); then
+	echo "$PLAN_TOTAL"
+	exit 0
+fi
+
+HIER=$(cs_hierarchy)
+# This kernel's optional modules, where vm-run.sh shares them: the lsmod
+# loop lists what is loaded, as on the reference study's desktop. (Some need
+# hardware the guest lacks and do not load; lsmod counts those that did.)
+MODULES_ROOT=/run/cfsb-modules
+if [[ -d $MODULES_ROOT/lib/modules/$(uname -r) ]]; then
+	mapfile -t mods < <(find "$MODULES_ROOT/lib/modules/$(uname -r)" -name '*.ko*' -printf '%f\n' | sed 's/\.ko.*//')
+	for m in "${mods[@]}"; do modprobe -q -d "$MODULES_ROOT" "$m" 2>/dev/null || true; done
+fi
+# Everything on CPU 0: this shell and what it starts (containerd, whose
+# shims and logging processes inherit it; runc); the containers get cpuset 0.
+# (The host script boots four CPUs, as the reference study's machine had:
+# the scheduler's time slice grows with the number of CPUs.)
+taskset -pc 0 $$ >/dev/null
+cs_start --cpus 0
+trap cs_stop EXIT
+cs_load_images busybox
+CPU_ROOT=$(cs_cpu_root)
+LOGGING_CG=$CPU_ROOT/$CS_CONTAINERD_CGROUP
+read -r CONTAINERD_PID <"$CS_STATE/containerd.pid"
 
 # What the run was: for the report.
 {
@@ -440,10 +494,10 @@ fi
 	# (The logging cgroup: on v1 the hierarchy's root and its first level
 	# may not be cpu controller groups with the file.)
 	echo "  \"borrowing\": $([[ -e $LOGGING_CG/cpu.cfs.borrowing_us ]] && echo true || echo false),"
+	echo "  \"nerdctl\": \"$nerdctl $("$CS_NERDCTL" --version | awk '{print $3}')\","
 	echo "  \"cpus\": $(nproc --all),"
 	echo "  \"cpu_used\": 0,"
-	# The reference study's lsmod listed a desktop's modules; this guest
-	# kernel has its drivers built in.
+	# What the lsmod loop lists: the modules loaded above, and a header.
 	echo "  \"lsmod_lines\": $(lsmod | wc -l),"
 	echo "  \"tier\": \"$tier\","
 	echo "  \"parts\": \"$parts\","
@@ -455,6 +509,7 @@ fi
 	echo "  \"sysbench_runs\": $SB_RUNS, \"sysbench_time_s\": $SB_TIME,"
 	echo "  \"sysbench_burst\": $( ((sb_burst)) && echo true || echo false),"
 	echo "  \"throughput_windows\": $TP_WINDOWS, \"throughput_window_s\": $TP_WINDOW,"
+	echo "  \"planned_s\": $PLAN_TOTAL,"
 	echo "  \"cells\": {\"exp1\": $EXP1_CELLS, \"exp2\": $EXP2_CELLS, \"throughput\": $TP_CELLS}"
 	echo "}"
 } >"$out/meta.json"

@@ -20,7 +20,7 @@ thread mode; it prints the logger's CPU, the container's and the charged
 share. Default: both hierarchies.
 
 Then it runs the reference study's experiments in their quick tier
-(experiments/noisy_logging.sh --quick, about 10 minutes: the stock kernel
+(experiments/noisy_logging.sh --quick, about 7 minutes: the stock kernel
 too) and prints where the report and the plots are.
 
 --kernel-only  no containers: scripts/demo-in-guest.sh shows a CPU hog with
@@ -54,6 +54,6 @@ if ((study)); then
 	"$CFSB_ROOT/experiments/noisy_logging.sh" --quick >/dev/null
 	echo
 	echo "The reference study, quick tier (results/noisy_logging/quick/report.md):"
-	sed -n '/^## Targets/,/^## cgroup/p' "$CFSB_ROOT/results/noisy_logging/quick/report.md" | sed '$d'
+	sed -n '/^## Targets/,/^## [^T]/p' "$CFSB_ROOT/results/noisy_logging/quick/report.md" | sed '$d'
 	echo "Report: results/noisy_logging/quick/report.md; plots: results/noisy_logging/quick/plots/"
 fi

@@ -8,8 +8,12 @@
 # CPU, sysbench in a container of its own, its events/s against sysbench
 # alone.
 #
-#   engines-in-guest.sh [--seconds N] [--modes off,borrowd,pace] [--tap] ENGINE...
+#   engines-in-guest.sh [--seconds N] [--modes off,borrowd,pace] [--tap]
+#                       [--csv FILE] [--progress FILE] ENGINE...
 #
+# --csv FILE: the rows as CSV too (CPU times in µs, for
+# experiments/noisy_logging.sh's engines part); --progress FILE: planned
+# seconds done and in all, as that script's progress files.
 # --tap: the checks for scripts/run-tests.sh instead of the table: borrowd
 # on only, no neighbour; B/A within 85 to 110 % for a worker per container
 # (measured 94 to 96 % in 3 s), at least 50 % for dockerd (84 to 95 %).
@@ -22,13 +26,15 @@
 # for docker: a shared daemon cannot be paused for one client).
 set -uo pipefail
 
-secs=10 tap=0 modes_arg=""
+secs=10 tap=0 modes_arg="" csv="" progress_file=""
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--modes) modes_arg=$2; shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
 	--tap) tap=1; shift ;;
-	-h | --help) sed -n '2,24p' "$0" | cut -c3-; exit 0 ;;
+	--csv) csv=$2; shift 2 ;;
+	--progress) progress_file=$2; shift 2 ;;
+	-h | --help) sed -n '2,28p' "$0" | cut -c3-; exit 0 ;;
 	-*) echo "unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -166,6 +172,7 @@ measure() {
 	"${engine}_rm" flood
 	# Shares of one CPU in units of 0.01 %.
 	local A=$(((a1 - a0) * 10 / wall)) B=$(((b1 - b0) * 10000 / wall)) C=$(((c1 - c0) * 10000 / wall))
+	[[ -z $csv ]] || echo "$engine,$mode,$wall,$((a1 - a0)),$((b1 - b0)),$((c1 - c0)),$ev,$alone" >>"$csv"
 	local row
 	row=$(printf '%-7s %-8s %9s %9s %9s %9s %8s %10s' "$engine" "$mode" "$(cs_pct "$A")" "$(cs_pct "$B")" \
 		"$(cs_pct "$C")" "$(cs_pct $((B + C)))" "$([[ $A -gt 0 ]] && cs_pct $((B * 10000 / A)))" "$ev")
@@ -198,16 +205,33 @@ if [[ $tap -eq 1 ]]; then
 	exit 0
 fi
 echo "# kernel $(uname -r), cgroup $(cs_hierarchy); quota 50/100 ms; shares of one CPU over ${secs} s"
+# (A's column is ns: a process's schedstat.)
+[[ -z $csv ]] || echo "engine,mode,wall_us,worker_ns,charged_us,container_us,sysbench_events_per_s,alone_events_per_s" >"$csv"
+IFS=, read -ra modes <<<"${modes_arg:-off,borrowd,pace}"
+# progress LABEL: planned seconds done (sysbench alone, then a window, a
+# neighbour and about 12 s of starting and stopping per mode) and in all.
+did=0
+progress() {
+	[[ -n $progress_file ]] || return 0
+	echo "$did $((${#engines[@]} * (secs + ${#modes[@]} * (secs + 12)))) 0 $1" >"$progress_file"
+}
+engines=("$@")
+alone=""
+progress started
 for engine in "$@"; do
 	"${engine}_start"
 	alone=$(sysbench_run "$engine" alone)
+	did=$((did + secs))
+	progress "$engine alone"
 	echo "# $engine: sysbench alone on CPU 0: $alone events/s"
 	printf '%-7s %-8s %9s %9s %9s %9s %8s %10s\n' engine mode "worker A" "charged B" "ctr C" "B + C" "B / A" "sysbench"
-	IFS=, read -ra modes <<<"${modes_arg:-off,borrowd,pace}"
 	# A shared daemon cannot be paused for one client.
-	[[ $engine == docker ]] && mapfile -t modes < <(printf '%s\n' "${modes[@]}" | grep -vx pace)
-	for mode in "${modes[@]}"; do
+	engine_modes=("${modes[@]}")
+	[[ $engine == docker ]] && mapfile -t engine_modes < <(printf '%s\n' "${modes[@]}" | grep -vx pace)
+	for mode in "${engine_modes[@]}"; do
 		measure "$engine" "$mode"
+		did=$((did + secs + 12))
+		progress "$engine $mode"
 	done
 	"${engine}_stop"
 done
