@@ -103,6 +103,13 @@ cs_start() {
 		disabled_plugins = ["io.containerd.grpc.v1.cri"]
 		[grpc]
 		  address = "/run/containerd/containerd.sock"
+		# Restart policies act within a second, not ten: the tests of a
+		# crash loop need the delete to follow the exit as it can in
+		# production, and no 10 s waits. (The monitor may then restart
+		# a task that nerdctl run --restart always has created and not
+		# started yet: give the policy once the task runs.)
+		[plugins."io.containerd.internal.v1.restart"]
+		  interval = "1s"
 	EOF
 	cat >"$CS_STATE/nerdctl.toml" <<-EOF
 		address = "unix:///run/containerd/containerd.sock"

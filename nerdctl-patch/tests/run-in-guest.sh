@@ -10,14 +10,20 @@
 #                   [--stock-kernel] [--only LIST]
 #
 # On the patched kernel: the logger charges the container (modes process,
-# thread, off), container CPU + charged CPU stays at the quota, log content
-# is byte-identical whatever the mode, the last lines of a paced flood are
-# logged when the task is deleted (--rm, rm -f, start), nothing runs where
-# there is no quota, and no container can write any cpu.cfs.borrowing_us,
-# even with CAP_SYS_ADMIN. With --stock-kernel (no cpu.cfs.borrowing_us):
-# the logger logs everything and warns about nothing. --only runs the
-# sections of a comma-separated list (charge, logs, tail, idle, parent,
-# config, throughput, escape).
+# thread, off; thread mode most of the logger's CPU, next to the paper's),
+# container CPU + charged CPU stays at the quota with nothing dropped, log
+# content is byte-identical whatever the mode, the last lines of a paced
+# flood are logged when the task is deleted (--rm, rm -f, start, a restart
+# policy's restarts: every crash message), a flood of 1000000 numbered lines
+# is logged whole with charging on and off in bounded memory, EPERM and EIO
+# on the charge writes and the cgroup removed mid-flood stop no line, and
+# say so once or not at all, nothing runs where there is no quota, no
+# container can write any cpu.cfs.borrowing_us, even with CAP_SYS_ADMIN,
+# and containerd's log has no warning but the injected failures'. With
+# --stock-kernel (no cpu.cfs.borrowing_us): the logger logs everything and
+# warns about nothing. --only runs the sections of a comma-separated list
+# (charge, thread, logs, tail, restart, flood, inject, vanish, idle,
+# parent, config, throughput, escape).
 set -uo pipefail
 
 runtime=runc manager=cgroupfs stock=0 only=
@@ -27,7 +33,7 @@ while [[ $# -gt 0 ]]; do
 	--cgroup-manager) manager=$2; shift 2 ;;
 	--stock-kernel) stock=1; shift ;;
 	--only) only=$2; shift 2 ;;
-	-h | --help) sed -n '4,20p' "$0" | cut -c3-; exit 0 ;;
+	-h | --help) sed -n '4,26p' "$0" | cut -c3-; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -73,6 +79,24 @@ logs_match() {
 	cmp -s /tmp/got.out /tmp/want.out && cmp -s /tmp/got.err /tmp/want.err
 }
 
+# wait_exit ID SECONDS: nerdctl wait, for SECONDS at most (a logger that
+# stops reading keeps the container blocked on its output for good).
+wait_exit() {
+	local i w
+	cs_nerdctl wait "$1" >/dev/null &
+	w=$!
+	for ((i = 0; i < $2 * 10; i++)); do
+		kill -0 "$w" 2>/dev/null || { wait "$w"; return 0; }
+		cs_nap 0.1
+	done
+	kill "$w" 2>/dev/null
+	wait "$w" 2>/dev/null
+	return 1
+}
+
+# json_numbers FILE: the lines of a json-file log of numbers, in order.
+json_numbers() { sed -n 's/^{"log":"\([0-9]*\)\\n","stream":"stdout".*/\1/p' "$1"; }
+
 # Tries to write every cpu.cfs.borrowing_us the container can find, after
 # trying to get a writable cgroup filesystem; prints what it managed.
 escape_script='
@@ -106,34 +130,77 @@ if ((stock)); then
 fi
 
 # --- the charge follows the load ---------------------------------------------
+# The checks fail with charging broken (B = 0) as well as with the wrong mode:
+# the charge must be most of the quota's use, nothing may be dropped by the
+# kernel's bound (the logger is paced), and the default must be recorded as
+# process mode (thread mode, unpaced, also charges most of the CPU of yes).
 if section charge; then
 	declare -A share
-	for mode in process thread off default; do
+	for mode in process off default; do
 		opt=(--log-opt "cpu-charge=$mode")
 		[[ $mode == default ]] && opt=()
 		id=$(quota_run "${opt[@]}" cfsb/busybox yes)
 		cs_nap 2
+		cg=$(cs_container_cgroup "$id")
+		cs_cpu_stat "$cg"; d0=${CS_STAT[dropped]}
 		cs_measure "$id" 5
 		read -r a b c <<<"$REPLY"
-		share[$mode]="$a $b $c"
+		# In 0.01 % of a CPU, as A, B and C (5 s = 5000000 us).
+		dropped=$(((CS_STAT[dropped] - d0) / 500))
+		recorded=
+		for f in /var/lib/nerdctl/*/containers/default/"$id"/log-config.json; do recorded=$(<"$f"); done
+		share[$mode]="$a $b $c $dropped"
+		[[ $mode == default ]] && default_cfg=$recorded
 		info "yes, quota 50/100 ms, cpu-charge=$mode: logger A=$(cs_pct "$a")%" \
 			"charged B=$(cs_pct "$b")% container C=$(cs_pct "$c")%" \
-			"B+C=$(cs_pct $((b + c)))% B/A=$((a ? b * 100 / a : 0))%"
+			"B+C=$(cs_pct $((b + c)))% B/A=$((a ? b * 100 / a : 0))% dropped $(cs_pct "$dropped")%"
 		cs_nerdctl rm -f "$id" >/dev/null
 	done
-	read -r a b c <<<"${share[process]}"
+	read -r a b c dropped <<<"${share[process]}"
 	check "process mode: the logger's CPU is charged (B/A >= 90%)" '((b > 0 && b * 10 >= a * 9))' \
 		"A=$a B=$b"
-	check "process mode: container + charged CPU within the quota (35% <= B+C <= 55%)" \
-		'((b + c >= 3500 && b + c <= 5500))' "B+C=$((b + c))"
-	read -r a b c <<<"${share[thread]}"
-	check "thread mode: part of the logger's CPU is charged (0 < B <= A)" '((b > 0 && b <= a + 100))' \
-		"A=$a B=$b"
-	read -r a b c <<<"${share[off]}"
+	check "process mode: container + charged CPU within the quota, the charge most of it (35% <= B+C <= 55%, B >= 25%)" \
+		'((b >= 2500 && b + c >= 3500 && b + c <= 5500))' "B=$b C=$c"
+	check "process mode: the kernel drops < 2% of the charges (the logger is paced)" \
+		'((dropped * 50 <= b))' "dropped $dropped, charged B=$b (0.01% of a CPU)"
+	read -r a b c dropped <<<"${share[off]}"
 	check "off: nothing is charged, container + logger CPU exceed the quota" '((b == 0 && a + c > 5500))' \
 		"A=$a B=$b C=$c"
-	read -r a b c <<<"${share[default]}"
-	check "default mode charges like process mode" '((b > 0 && b * 10 >= a * 9))' "A=$a B=$b"
+	read -r a b c dropped <<<"${share[default]}"
+	check "default mode: recorded as process, charges and paces like it" \
+		'[[ $default_cfg == *\"cpu-charge\":\"process\"* ]] && ((b * 10 >= a * 9 && b >= 2500 && dropped * 50 <= b))' \
+		"log-config.json: $default_cfg; A=$a B=$b dropped $dropped"
+fi
+
+# --- thread mode: the threads that copy and encode are charged ---------------
+# The reference design charges the threads that do the logging; it reached
+# B/A 63-89 % (the paper's tables 5-7; at 50 ms: yes 88.7 %, lsmod 72.2 %,
+# echo 83.6 %). Thread mode locks every goroutine that copies or encodes the
+# container's output (the readers, the driver and the driver's per-stream
+# goroutines) to its own thread and charges those threads; what the Go
+# runtime does for them on other threads is left out. With yes and echo
+# that is a few per cent. lsmod is reported only: the guest has no modules,
+# so each run prints one line, and per line the runtime's hand-offs between
+# the locked threads (the system monitor taking the P of a reader waiting in
+# epoll_wait, another thread handing it to the encoder) cost more than the
+# copying (in the paper's host, each run printed a module list).
+if section thread; then
+	declare -A thread_cmd=([yes]='yes' [lsmod]='while true; do lsmod; done' [echo]='while true; do echo 1; done')
+	declare -A paper_ba=([yes]=8868 [lsmod]=7215 [echo]=8355)
+	for cmd in yes lsmod echo; do
+		id=$(quota_run --log-opt cpu-charge=thread cfsb/busybox sh -c "${thread_cmd[$cmd]}")
+		cs_nap 2
+		cs_measure "$id" 5
+		read -r a b c <<<"$REPLY"
+		ba=$((a ? b * 10000 / a : 0))
+		info "$cmd, quota 50/100 ms, cpu-charge=thread: logger A=$(cs_pct "$a")% charged B=$(cs_pct "$b")%" \
+			"container C=$(cs_pct "$c")% B/A=$(cs_pct "$ba")% (the paper: $(cs_pct "${paper_ba[$cmd]}")%)"
+		if [[ $cmd != lsmod ]]; then
+			check "thread mode, $cmd: most of the logger's CPU is charged (50% <= B/A <= 101%)" \
+				'((b * 100 >= a * 50 && b * 100 <= a * 101 + 100))' "A=$a B=$b"
+		fi
+		cs_nerdctl rm -f "$id" >/dev/null
+	done
 fi
 
 # --- logs are untouched by accounting ------------------------------------------
@@ -159,8 +226,6 @@ if section tail; then
 	tail_n=11000
 	seq 1 "$tail_n" >/tmp/want.tail
 	tail_run() { cs_run --cpuset-cpus 0 --cpu-quota 100000 --cpu-period 1000000 "$@"; }
-	# json_numbers FILE: the lines of a json-file log of numbers, in order.
-	json_numbers() { sed -n 's/^{"log":"\([0-9]*\)\\n","stream":"stdout".*/\1/p' "$1"; }
 	# tail_check WHAT FILE: every line, in order, the last one included.
 	tail_check() {
 		local got last
@@ -212,6 +277,187 @@ if section tail; then
 	info "start: 2 runs of $tail_n lines written, $got logged"
 	check "start of a stopped paced flood: both runs' lines logged, in order" \
 		'cmp -s /tmp/got.tail /tmp/want.tail2' "$got lines logged, the last one '$(tail -n 1 /tmp/got.tail)'"
+fi
+
+# --- a restart policy: every crash message is logged --------------------------
+# containerd's restart monitor deletes a crashed task and starts a new one:
+# the crashed run's logging process is signalled as soon as the task is
+# deleted, paced far behind (100 ms per 1 s period), with the end of the run,
+# its crash message, still in the pipe. (The stack's restart monitor looks
+# every second, not every 10 s: sooner than the logger would stop waiting
+# for a debt nobody pays.) Runs 1 and 2 print numbered lines and a crash
+# message, then fail; run 3 stays quiet. nerdctl logs has every line of the
+# first two runs, byte for byte.
+if section restart; then
+	restart_n=11000
+	read -r -d '' crash_script <<-'EOF'
+		r=$(($(cat /runs 2>/dev/null || echo 0) + 1))
+		echo "$r" >/runs
+		if [ "$r" -eq 1 ]; then while [ ! -e /tmp/go ]; do sleep 0.1; done; fi
+		if [ "$r" -ge 3 ]; then touch /tmp/quiet; exec sleep 600; fi
+		awk -v r="$r" -v n=11000 'BEGIN { for (i = 1; i <= n; i++) print "run " r " line " i }'
+		echo "run $r: crashed"
+		exit 3
+	EOF
+	for r in 1 2; do
+		seq 1 "$restart_n" | sed "s/^/run $r line /"
+		echo "run $r: crashed"
+	done >/tmp/want.restart
+	# The policy is given once the task runs (containerd 1.6 has "always"
+	# only, whose monitor, looking every second, would restart a task that
+	# nerdctl run has created and not started yet): the labels that nerdctl
+	# run --restart always sets, the log URI included (nerdctl update
+	# --restart sets no log URI, and fails with crun on resources).
+	id=$(cs_run -d --cpuset-cpus 0 --cpu-quota 100000 --cpu-period 1000000 \
+		--log-opt max-size=100m cfsb/busybox sh -c "$crash_script")
+	uri=$(ctr --address /run/containerd/containerd.sock -n default containers info "$id" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["Labels"]["nerdctl/log-uri"])')
+	ctr --address /run/containerd/containerd.sock -n default containers label "$id" \
+		containerd.io/restart.policy=always containerd.io/restart.status=running \
+		"containerd.io/restart.loguri=$uri" >/dev/null
+	rootfs=/run/containerd/io.containerd.runtime.v2.task/default/$id/rootfs
+	touch "$rootfs/tmp/go"
+	marker=$rootfs/tmp/quiet
+	for ((i = 0; i < 1800; i++)); do
+		[[ -e $marker ]] && break
+		cs_nap 0.1
+	done
+	cs_nerdctl logs "$id" >/tmp/got.restart 2>&1
+	got=$(wc -l </tmp/got.restart) bytes=$(wc -c </tmp/want.restart)
+	info "restart: runs 1 and 2 wrote $((2 * (restart_n + 1))) lines ($bytes bytes), $got logged;" \
+		"the third run $([[ -e $marker ]] && echo started || echo 'did not start')"
+	check "restart policy: both crashed runs' lines and crash messages in nerdctl logs, byte for byte" \
+		'[[ -e $marker ]] && cmp -s /tmp/got.restart /tmp/want.restart' \
+		"$got lines, the last one '$(tail -n 1 /tmp/got.restart)'"
+	cs_nerdctl rm -f "$id" >/dev/null
+fi
+
+# --- a flood, charging on and off -----------------------------------------
+# Numbered lines at the container's full speed, through the paced logger
+# (process mode) and through the unpaced one (off): the same logs, every
+# line once, in order; the logging process's memory stays bounded (its
+# queues hold lines, not the flood). Each run ends with the task deleted
+# (nerdctl rm) while the logger may still be behind.
+if section flood; then
+	flood_n=${CFSB_FLOOD_LINES:-1000000}
+	seq 1 "$flood_n" >/tmp/want.flood
+	# logger_peak_rss PID FILE: the peak RSS (VmHWM, kB) of PID, written
+	# to FILE at every sample until PID exits.
+	logger_peak_rss() {
+		local line
+		while [[ -d /proc/$1 ]]; do
+			while read -r line; do
+				[[ $line == VmHWM:* ]] && { line=${line#VmHWM:}; echo "${line%kB}" >"$2"; }
+			done <"/proc/$1/status" 2>/dev/null
+			cs_nap 0.2
+		done
+	}
+	declare -A flood_sum
+	for mode in process off; do
+		log=/run/cfsb-flood-$mode.json
+		rm -f "$log"
+		t0=${EPOCHREALTIME/./}
+		id=$(quota_run --log-opt "cpu-charge=$mode" --log-opt "log-path=$log" cfsb/busybox seq 1 "$flood_n")
+		logger=$(cs_logger_pid "$id")
+		echo 0 >/tmp/rss
+		logger_peak_rss "$logger" /tmp/rss &
+		rss_pid=$!
+		cs_nerdctl wait "$id" >/dev/null
+		cs_nerdctl rm "$id" >/dev/null
+		wait "$rss_pid"
+		t1=${EPOCHREALTIME/./}
+		rss=$(tr -d ' \t' </tmp/rss)
+		json_numbers "$log" >/tmp/got.flood
+		got=$(wc -l </tmp/got.flood) bytes=$(wc -c </tmp/want.flood)
+		# shellcheck disable=SC2034 # read by a check's condition
+		flood_sum[$mode]=$(sha256sum </tmp/got.flood)
+		info "flood, cpu-charge=$mode: $flood_n lines ($bytes bytes) written, $got logged," \
+			"$(stat -c %s "$log") bytes of json log in $(((t1 - t0) / 1000)) ms; the logger's peak RSS $rss kB"
+		check "flood, cpu-charge=$mode: all $flood_n lines logged once, in order, byte for byte" \
+			'cmp -s /tmp/got.flood /tmp/want.flood' "$got lines logged, the last one '$(tail -n 1 /tmp/got.flood)'"
+		check "flood, cpu-charge=$mode: the logger's peak RSS stays under 100 MB" \
+			'((rss > 0 && rss < 100000))' "$rss kB"
+		rm -f "$log"
+	done
+	check "flood: the logs are the same with charging on and off" \
+		'[[ ${flood_sum[process]} == "${flood_sum[off]}" ]]'
+fi
+
+# --- failing charges: logging goes on, one message each -------------------------
+# The charge writes fail with EPERM (charging stops) or EIO (the charge is
+# dropped, charging goes on), injected by strace into the logging process's
+# writes to cpu.cfs.borrowing_us from the middle of a paced flood (the
+# readers may be waiting for the debt then: they must not wait for good):
+# every line is logged, and containerd's log has one warning for each.
+injected_ids=()
+if section inject; then
+	inject_n=100000
+	seq 1 "$inject_n" >/tmp/want.inject
+	for errno in EPERM EIO; do
+		case $errno in EPERM) text="operation not permitted" ;; EIO) text="input/output error" ;; esac
+		log=/run/cfsb-inject.json
+		rm -f "$log"
+		id=$(quota_run --log-opt "log-path=$log" cfsb/busybox seq 1 "$inject_n")
+		injected_ids+=("$id")
+		logger=$(cs_logger_pid "$id")
+		cg=$(cs_container_cgroup "$id")
+		cs_nap 1
+		strace -qq -f -p "$logger" -P "$cg/cpu.cfs.borrowing_us" -e trace=write \
+			-e "inject=write:error=$errno" -o /tmp/strace.out 2>/tmp/strace.err &
+		strace_pid=$!
+		exited=0
+		wait_exit "$id" 300 && exited=1
+		kill "$strace_pid" 2>/dev/null
+		wait "$strace_pid" 2>/dev/null
+		cs_nerdctl rm -f "$id" >/dev/null
+		json_numbers "$log" >/tmp/got.inject
+		got=$(wc -l </tmp/got.inject)
+		injected=$(grep -c "= -1 $errno" /tmp/strace.out)
+		messages=$(grep "$id" "$CS_STATE/containerd.log" | grep -c "cpu-charge.*$text")
+		info "$errno injected into $injected charge writes: $got of $inject_n lines logged, $messages messages" \
+			"(the container $( ((exited)) && echo exited || echo 'was still blocked after 300 s'))"
+		check "$errno on the charge writes: every line logged" \
+			'((injected > 0 && exited)) && cmp -s /tmp/got.inject /tmp/want.inject' \
+			"$injected injected, $got lines logged, exited=$exited"
+		check "$errno on the charge writes: one message in containerd's log" '((messages == 1))' \
+			"$(grep "$id" "$CS_STATE/containerd.log" | grep "cpu-charge" | head -3)"
+	done
+	rm -f "$log"
+fi
+
+# --- the cgroup vanishing mid-flood ------------------------------------------
+# The container's processes are moved out of its cgroup and the cgroup is
+# removed while it floods (cgroupfs paths: a systemd scope is systemd's):
+# the charges fail (the kernel says ENODEV), the logger stops charging and
+# pacing, and every line is logged; an expected condition, no warning.
+if section vanish && [[ $manager == cgroupfs ]]; then
+	vanish_n=400000
+	seq 1 "$vanish_n" >/tmp/want.vanish
+	log=/run/cfsb-vanish.json
+	rm -f "$log"
+	id=$(quota_run --log-opt "log-path=$log" cfsb/busybox seq 1 "$vanish_n")
+	cg=$(cs_container_cgroup "$id")
+	parking=$(cs_cpu_root)/parking
+	mkdir -p "$parking"
+	cs_nap 2
+	removed=0
+	for ((i = 0; i < 50; i++)); do
+		while read -r p; do echo "$p" >"$parking/cgroup.procs" 2>/dev/null; done <"$cg/cgroup.procs"
+		rmdir "$cg" 2>/dev/null && { removed=1; break; }
+		cs_nap 0.1
+	done
+	running=$(cs_nerdctl inspect -f '{{.State.Running}}' "$id")
+	wait_exit "$id" 300
+	cs_nerdctl rm -f "$id" >/dev/null
+	json_numbers "$log" >/tmp/got.vanish
+	got=$(wc -l </tmp/got.vanish)
+	warnings=$(grep "$id" "$CS_STATE/containerd.log" | grep -c "cpu-charge")
+	info "vanish: the cgroup $( ((removed)) && echo removed || echo 'not removed') mid-flood (running: $running);" \
+		"$got of $vanish_n lines logged; $warnings messages"
+	check "the cgroup removed mid-flood: every line logged, no warning" \
+		'((removed && warnings == 0)) && [[ $running == true ]] && cmp -s /tmp/got.vanish /tmp/want.vanish' \
+		"removed=$removed running=$running, $got lines, $warnings warnings"
+	rmdir "$parking" 2>/dev/null || true
 fi
 
 # --- an idle logger costs nothing ------------------------------------------
@@ -296,6 +542,10 @@ if section config; then
 	cs_borrowed_us "$cg"; borrowed=$REPLY
 	check "NERDCTL_LOG_CPU_CHARGE=off: the container records off and is not charged" \
 		'[[ $cfg == *\"cpu-charge\":\"off\"* ]] && ((borrowed == 0))' "log-config.json: $cfg; charged $borrowed us"
+	# The mode is kept with the driver's options in log-config.json, which
+	# only the logging process reads; inspect shows neither.
+	info "nerdctl inspect (dockercompat, native) mentions cpu-charge: $(cs_nerdctl inspect "$id" | grep -c cpu-charge)," \
+		"$(cs_nerdctl inspect --mode native "$id" | grep -c cpu-charge) times"
 	cs_nerdctl rm -f "$id" >/dev/null
 fi
 
@@ -352,6 +602,16 @@ if section escape; then
 	done
 	rmdir "$victim"
 fi
+
+# --- no warning ------------------------------------------------------------
+# On the patched kernel nothing the logging processes met above is a reason
+# for a warning, but the failures injected on purpose.
+not_injected=(-e "(none)")
+for i in "${injected_ids[@]}"; do not_injected+=(-e "$i"); done
+grep -E "cpu-charge|did not end within" "$CS_STATE/containerd.log" | grep -v -F "${not_injected[@]}" >/tmp/warnings
+warnings=$(grep -c . /tmp/warnings)
+check "containerd's log: no warning from the logging processes (but the injected failures')" \
+	'((warnings == 0))' "$warnings: $(head -3 /tmp/warnings)"
 
 cs_stop
 echo "1..$n"
