@@ -472,7 +472,9 @@ HIER=$(cs_hierarchy)
 MODULES_ROOT=/run/cfsb-modules
 if [[ -d $MODULES_ROOT/lib/modules/$(uname -r) ]]; then
 	mapfile -t mods < <(find "$MODULES_ROOT/lib/modules/$(uname -r)" -name '*.ko*' -printf '%f\n' | sed 's/\.ko.*//')
-	for m in "${mods[@]}"; do modprobe -q -d "$MODULES_ROOT" "$m" 2>/dev/null || true; done
+	# One modprobe for all (a fork costs much under emulation); it goes on
+	# past a module that does not load.
+	[[ ${#mods[@]} -eq 0 ]] || modprobe -q -a -d "$MODULES_ROOT" "${mods[@]}" 2>/dev/null || true
 fi
 # Everything on CPU 0: this shell and what it starts (containerd, whose
 # shims and logging processes inherit it; runc); the containers get cpuset 0.

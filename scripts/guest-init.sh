@@ -44,6 +44,13 @@ mkdir -p "$CFSB_REPO" 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 cfsbrepo "$CFSB_REPO" ||
 	fail "cannot mount the checkout"
 
+# This kernel's modules, when vm-run.sh shares them (modprobe -d /run/cfsb-modules).
+if [[ ${CFSB_MODULES:-0} == 1 ]]; then
+	mkdir -p /run/cfsb-modules/lib/modules
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro cfsbmods /run/cfsb-modules/lib/modules ||
+		fail "cannot mount the modules"
+fi
+
 case $CFSB_CGROUP in
 v1)
 	mount -t tmpfs -o mode=0755 cgroup /sys/fs/cgroup

@@ -23,7 +23,9 @@ Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
     kernel/config/guest.config (trimmed for the guest), Kconfig.fragment and,
     for --config debug, kernel/config/debug.config; checks that every option
     of Kconfig.fragment took effect;
-  - builds with ccache; when nothing changed it returns at once.
+  - builds with ccache; when nothing changed it returns at once;
+  - installs the modules into the build directory's modules-root/, which
+    scripts/vm-run.sh shares with the guest.
 
 Options:
   --variant V    patched (default) or stock (the unmodified base, for comparisons)
@@ -182,6 +184,7 @@ build_kernel() {
 	if [[ -f $image && $(cat "$build/.cfsb-built" 2>/dev/null) == "$want" ]] &&
 		[[ -z $(git -C "$tree" status --porcelain --untracked-files=no) ]]; then
 		log "$variant $arch/$config kernel is up to date"
+		[[ -d $build/modules-root ]] || install_modules
 		return 0
 	fi
 	rm -f "$build/.cfsb-built"
@@ -192,8 +195,19 @@ build_kernel() {
 	make -s -C "$tree" O="$build" ARCH="$karch" CROSS_COMPILE="$cross" \
 		CC="ccache ${cross}gcc" -j"$jobs" \
 		KBUILD_BUILD_USER=cfsb KBUILD_BUILD_HOST=qemu-guest
+	install_modules
 	echo "$want" >"$build/.cfsb-built"
 	log "built in $(($(now_s) - t0)) s"
+}
+
+# install_modules: the modules, stripped, with modules.dep, into
+# $build/modules-root/lib/modules/RELEASE: scripts/vm-run.sh shares that with
+# the guest (the host's /lib/modules, the guest's root, is not this kernel's).
+install_modules() {
+	grep -q '^CONFIG_MODULES=y' "$build/.config" || return 0
+	rm -rf "$build/modules-root"
+	make -s -C "$tree" O="$build" ARCH="$karch" CROSS_COMPILE="$cross" \
+		INSTALL_MOD_PATH="$build/modules-root" INSTALL_MOD_STRIP=1 modules_install >/dev/null
 }
 
 ensure_repo

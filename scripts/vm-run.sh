@@ -14,10 +14,12 @@ Usage: ${0##*/} [--kernel BZIMAGE] [--cgroup v1|v2] [--init bash|systemd] [--cpu
 Boots the kernel in QEMU and runs CMD as root in the guest, in the project
 checkout ($CFSB_ROOT), which the guest sees read-write at the same path.
 The rest of the host's / is the guest's root, read-only; /tmp, /run, /var
-and /root are fresh tmpfs. CMD's output (stdout and stderr) is streamed; the
-exit status is CMD's. The kernel log goes to a file; the run fails if the
-guest does not boot, panics, times out, or the kernel logs a BUG, WARNING,
-Oops or similar (panic_on_warn is set).
+and /root are fresh tmpfs; the kernel's modules, where scripts/kernel-build.sh
+installed them, are at /run/cfsb-modules/lib/modules (load one with
+\`modprobe -d /run/cfsb-modules NAME\`). CMD's output (stdout and stderr) is
+streamed; the exit status is CMD's. The kernel log goes to a file; the run
+fails if the guest does not boot, panics, times out, or the kernel logs a
+BUG, WARNING, Oops or similar (panic_on_warn is set).
 
 Options:
   --kernel IMAGE  kernel image (default: the patched kernel scripts/kernel-build.sh built)
@@ -147,6 +149,20 @@ cmdline=(
 [[ $init == systemd && $cgroup == v1 ]] && cmdline+=(systemd.unified_cgroup_hierarchy=0)
 # shellcheck disable=SC2206
 [[ -n ${CFSB_VM_EXTRA_CMDLINE:-} ]] && cmdline+=($CFSB_VM_EXTRA_CMDLINE)
+
+# The kernel's modules (scripts/kernel-build.sh installs them next to its
+# image): shared read-only, mounted by guest-init at /run/cfsb-modules/lib/modules
+# (the guest's root is the host's, whose /lib/modules is not this kernel's);
+# `modprobe -d /run/cfsb-modules NAME` loads one.
+modules=""
+[[ $kernel == */arch/*/boot/* ]] && modules=${kernel%/arch/*/boot/*}/modules-root/lib/modules
+if [[ -n $modules && -d $modules ]]; then
+	cmdline+=(CFSB_MODULES=1)
+	qemu+=(
+		-fsdev "local,id=modules,path=$modules,security_model=none,readonly=on"
+		-device "virtio-9p-pci,fsdev=modules,mount_tag=cfsbmods"
+	)
+fi
 
 qemu+=(
 	-smp "$cpus" -m "$mem" -nodefaults -no-reboot -display none -monitor none
