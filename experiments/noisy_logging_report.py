@@ -809,13 +809,9 @@ def targets_section(summary: dict[str, Any]) -> list[str]:
         ov,
         False,
         lambda v: (
-            "no"
-            if v > TARGET_OVERHEAD_PCT
-            else (
-                "not resolved (a standard error across boots missing or above the target)"
-                if unresolved
-                else True
-            )
+            "not resolved (a standard error across boots missing or above the target)"
+            if unresolved
+            else v <= TARGET_OVERHEAD_PCT
         ),
     )
     line(
