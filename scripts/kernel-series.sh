@@ -250,7 +250,7 @@ cmd_build_each() {
 	git -C "$tree" checkout -q --detach "$head"
 	cp "$build/.config.series" "$build/.config"
 	trap - EXIT
-	"$CFSB_ROOT/scripts/kernel-build.sh" --variant patched >/dev/null
+	"$CFSB_ROOT/scripts/kernel-build.sh" --base "$KERNEL_BASE" --variant patched >/dev/null
 	echo "$want" >"$stamp"
 }
 

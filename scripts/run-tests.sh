@@ -112,6 +112,8 @@ static_checks() {
 			check "the $base series' selftests patch matches selftests/" \
 				"$CFSB_ROOT/scripts/kernel-series.sh" --base "$base" check-selftests
 		done
+		check "a Raspberry Pi 4 kernel configures with every option of Kconfig.fragment" \
+			"$CFSB_ROOT/scripts/kernel-build.sh" --arch arm64 --config rpi4 --configure-only
 		echo "1..$n"
 	} | tee "$out"
 	return $status
