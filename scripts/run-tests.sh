@@ -43,9 +43,12 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      (Podman), dockerd's by the thread rule (Docker); on the stock kernel:
      the "kernel lacks the feature" errors;
   8. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
-     --quick, about 10 minutes), checked end to end: every planned cell
-     measured, the charging modes applied, the report and plots written
-     (experiments/check_noisy_logging.py; the numbers are reported only);
+     --quick: the stock and the patched kernel, every charging mode, the
+     overhead and the engines part, on the instruction clock), checked end
+     to end: every planned cell measured, the report and plots written, and
+     the numbers' sanity (experiments/check_noisy_logging.py: B <= A, off
+     charges nothing, process more than a token, ratios in (0, 1.2],
+     charging better than off; the targets are reported only);
   9. the other targets, mainline 7.2 on x86_64 and 6.12 on arm64 (QEMU's
      virt machine, Cortex-A72): their stock and patched kernels, the 7.2
      series patch by patch, and in the guest the KUnit suite and
