@@ -46,9 +46,9 @@ select_kernel_base() {
 	KERNEL_BASE=$1
 }
 
-# Debian packages the host side needs (build, boot, selftests).
+# Debian packages the host side needs (build, boot, selftests); the kernel
+# source comes with ensure_kernel_source, for the selected base.
 HOST_PACKAGES=(
-	"linux-source-6.12=6.12.117-1~deb12u1"
 	build-essential bc bison flex libelf-dev libssl-dev cpio kmod xz-utils
 	ccache git python3 qemu-system-x86 shellcheck
 )
