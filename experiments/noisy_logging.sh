@@ -36,9 +36,10 @@ CPU each, and measures there:
       --overhead-boots more boots each (cgroup v2); the report pools them
       with the experiments' N = 1 cells;
   engines   the patched kernel (v2) with unchanged engines and borrowd
-      (tools/tests/engines-in-guest.sh): Podman/conmon, stock nerdctl and
-      dockerd flooding a 50 ms quota, without and with borrowd, a sysbench
-      neighbour next to each.
+      (tools/tests/engines-in-guest.sh): Podman/conmon, stock nerdctl,
+      dockerd and containerd's CRI plugin (pods made by crictl) flooding a
+      50 ms quota, without and with borrowd, a sysbench neighbour next to
+      each.
 
 Every part runs on the instruction clock (vm-run.sh --icount 0: a guest
 second is 10^9 instructions while a vCPU runs), unless --wall-clock. Then
@@ -70,7 +71,7 @@ Options:
   --boots N      boots per VM of exp1, exp2, throughput (default: the tier's)
   --overhead-boots N  boots per kernel of the overhead part (default: the tier's)
   --engines LIST the engines part's engines (default: quick nerdctl, full
-                 podman,nerdctl,docker)
+                 podman,nerdctl,docker,cri)
   --wall-clock   QEMU's usual clock (a guest second is a host second)
   --sysbench-burst
                  give sysbench's container a CFS burst (cpu.max.burst) equal
@@ -124,11 +125,11 @@ fi
 # section runs Podman's and Docker's through the same script).
 case $tier in
 quick) boots=${boots:-1} ov_boots=${ov_boots:-1} engine_secs=2 engines=${engines_arg:-nerdctl} ;;
-full) boots=${boots:-2} ov_boots=${ov_boots:-3} engine_secs=6 engines=${engines_arg:-podman,nerdctl,docker} ;;
+full) boots=${boots:-2} ov_boots=${ov_boots:-3} engine_secs=6 engines=${engines_arg:-podman,nerdctl,docker,cri} ;;
 esac
 [[ $boots =~ ^[1-9][0-9]?$ && $ov_boots =~ ^[0-9][0-9]?$ ]] || die "--boots and --overhead-boots take a number"
-[[ $engines =~ ^(podman|nerdctl|docker)(,(podman|nerdctl|docker))*$ ]] ||
-	die "--engines takes a comma-separated list of podman, nerdctl, docker"
+[[ $engines =~ ^(podman|nerdctl|docker|cri)(,(podman|nerdctl|docker|cri))*$ ]] ||
+	die "--engines takes a comma-separated list of podman, nerdctl, docker, cri"
 IFS=, read -ra engine_list <<<"$engines"
 has_part() { [[ ,$parts, == *",$1,"* ]]; }
 # only LIST WORD...: the words of comma-separated LIST that are among WORD...
@@ -258,6 +259,7 @@ ensure_packages "${CONTAINER_PACKAGES[@]}" jq
 if has_part engines; then
 	ensure_packages "${TOOLS_PACKAGES[@]}" "${ENGINE_PACKAGES[@]}"
 	make -s -C "$CFSB_ROOT/tools"
+	[[ ,$engines, == *,cri,* ]] && "$CFSB_ROOT/scripts/crictl-build.sh"
 fi
 python3 "$CFSB_ROOT/scripts/build_images.py" "$CFSB_ROOT/.build/images" >/dev/null
 

@@ -10,6 +10,7 @@ modes and timestamps, so an unchanged input gives a byte-identical archive.
 Images:
   cfsb/busybox:latest   busybox userland (sh, yes, lsmod, dd, echo, ...)
   cfsb/sysbench:latest  sysbench 1.0 and busybox
+  cfsb/pause:latest     busybox sleeping: the sandbox of containerd's CRI pods
 """
 
 from __future__ import annotations
@@ -130,6 +131,8 @@ def docker_archive(tag: str, fs: Rootfs, cmd: list[str]) -> bytes:
 IMAGES = {
     "busybox": ("cfsb/busybox:latest", busybox_rootfs, ["sh"]),
     "sysbench": ("cfsb/sysbench:latest", sysbench_rootfs, ["sysbench", "--help"]),
+    # The longest sleep busybox takes; CRI stops a sandbox with SIGKILL.
+    "pause": ("cfsb/pause:latest", busybox_rootfs, ["sleep", "2147483647"]),
 }
 
 

@@ -17,6 +17,7 @@ CS_ROOT=${CS_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 CS_STATE=/run/cfsb-containers
 CS_NERDCTL=${CS_NERDCTL:-$CS_ROOT/.build/nerdctl/nerdctl}
 CS_IMAGES=${CS_IMAGES:-$CS_ROOT/.build/images}
+CS_CRICTL=${CS_CRICTL:-$CS_ROOT/.build/crictl/crictl}
 CS_CGROUP_MANAGER=cgroupfs
 CS_RUNTIME=runc
 CS_CONTAINERD_CGROUP=system.slice/containerd.service
@@ -72,17 +73,20 @@ cs_enter_cgroup() {
 }
 
 # cs_start [--runtime runc|crun] [--cgroup-manager cgroupfs|systemd]
-#          [--cpus LIST]
+#          [--cpus LIST] [--cri]
 # Start containerd in /system.slice/containerd.service (pinned to LIST if
 # given: its shims and logging processes inherit the pinning) and wait
-# until it answers.
+# until it answers. --cri: with its CRI plugin, as on a Kubernetes node
+# (crictl, cs_cri_*), with the cfsb/pause image as the pods' sandbox and no
+# CNI: pods share the guest's network namespace.
 cs_start() {
-	local cpus=""
+	local cpus="" cri=0
 	while [[ $# -gt 0 ]]; do
 		case $1 in
 		--runtime) CS_RUNTIME=$2; shift 2 ;;
 		--cgroup-manager) CS_CGROUP_MANAGER=$2; shift 2 ;;
 		--cpus) cpus=$2; shift 2 ;;
+		--cri) cri=1; shift ;;
 		*) cs_die "cs_start: unknown option $1" ;;
 		esac
 	done
@@ -99,8 +103,7 @@ cs_start() {
 		version = 2
 		root = "/var/lib/containerd"
 		state = "/run/containerd"
-		# No Kubernetes here; CRI would want CNI plugins and a pause image.
-		disabled_plugins = ["io.containerd.grpc.v1.cri"]
+		$(cs_cri_config "$cri")
 		[grpc]
 		  address = "/run/containerd/containerd.sock"
 		# Restart policies act within a second, not ten: the tests of a
@@ -148,6 +151,32 @@ cs_start() {
 	done
 	cat "$CS_STATE/containerd.log" >&2
 	cs_die "containerd did not answer within 30 s"
+}
+
+# cs_cri_config 0|1: containerd's configuration of its CRI plugin: off
+# (nerdctl needs none; CRI would want CNI plugins and a pause image), or on
+# with the local pause image, runc through its v2 shim and the stack's
+# cgroup driver.
+cs_cri_config() {
+	if [[ $1 == 0 ]]; then
+		echo 'disabled_plugins = ["io.containerd.grpc.v1.cri"]'
+		return
+	fi
+	local systemd=false
+	[[ $CS_CGROUP_MANAGER == systemd ]] && systemd=true
+	cat <<-EOF
+		[plugins."io.containerd.grpc.v1.cri"]
+		  sandbox_image = "docker.io/cfsb/pause:latest"
+		  [plugins."io.containerd.grpc.v1.cri".cni]
+		    conf_dir = "$CS_STATE/cni"
+		  [plugins."io.containerd.grpc.v1.cri".containerd]
+		    default_runtime_name = "cfsb"
+		    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.cfsb]
+		      runtime_type = "io.containerd.runc.v2"
+		      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.cfsb.options]
+		        BinaryName = "$(command -v "$CS_RUNTIME")"
+		        SystemdCgroup = $systemd
+	EOF
 }
 
 # cs_stop: remove all containers, stop containerd.
@@ -265,6 +294,94 @@ cs_sample() {
 	cs_pid_cpu_us "$1"; a=$REPLY
 	cs_cpu_stat "$2"
 	REPLY="$wall $a ${CS_STAT[borrowed]} ${CS_STAT[usage]}"
+}
+
+# --- CRI (cs_start --cri): pods and containers as kubelet makes them ----
+
+# cs_crictl ARGS...: crictl (scripts/crictl-build.sh) on the stack's
+# containerd.
+cs_crictl() {
+	[[ -x $CS_CRICTL ]] || cs_die "no crictl at $CS_CRICTL (scripts/crictl-build.sh)"
+	if [[ ! -f $CS_STATE/crictl.yaml ]]; then
+		local sock=unix:///run/containerd/containerd.sock
+		printf 'runtime-endpoint: %s\nimage-endpoint: %s\ntimeout: 60\n' "$sock" "$sock" \
+			>"$CS_STATE/crictl.yaml"
+	fi
+	"$CS_CRICTL" --config "$CS_STATE/crictl.yaml" "$@"
+}
+
+# cs_cri_load_images [NAME...]: the images into CRI's namespace (k8s.io),
+# the pods' sandbox image (pause) included.
+cs_cri_load_images() {
+	local name
+	[[ $# -gt 0 ]] || set -- busybox sysbench
+	for name in pause "$@"; do
+		[[ -f $CS_IMAGES/$name.tar ]] ||
+			cs_die "no image archive $CS_IMAGES/$name.tar (scripts/build_images.py)"
+		cs_nerdctl --namespace k8s.io load -i "$CS_IMAGES/$name.tar" >/dev/null ||
+			cs_die "cannot load image $name into k8s.io"
+	done
+}
+
+# cs_cri_run NAME CPUS QUOTA_US PERIOD_US IMAGE CMD...: a pod NAME with one
+# container NAME running CMD, as kubelet would make it for a pod with a CPU
+# limit: the pod's cgroup under kubepods (cgroupfs), the container's quota,
+# pinned to CPUS, its output copied by containerd to the pod's log file
+# ($CS_STATE/pods/NAME/NAME/0.log). Prints the container's id.
+cs_cri_run() {
+	local name=$1 cpus=$2 quota=$3 period=$4 image=$5 dir=$CS_STATE/pods/$1 pod ctr cmd
+	shift 5
+	mkdir -p "$dir"
+	jq -n --arg name "$name" --arg logdir "$dir" '{
+		metadata: {name: $name, namespace: "default", uid: ("uid-" + $name)},
+		log_directory: $logdir,
+		linux: {cgroup_parent: ("/kubepods/pod-" + $name),
+			security_context: {namespace_options: {network: 2}}}}' >"$dir/pod.json"
+	# CMD as a JSON array, a word per line (jq 1.6 takes a --option among
+	# --args for its own).
+	cmd=$(printf '%s\n' "$@" | jq -R . | jq -cs .) || return 1
+	jq -n --arg name "$name" --arg image "docker.io/$image" --arg cpus "$cpus" \
+		--argjson quota "$quota" --argjson period "$period" --argjson cmd "$cmd" '{
+		metadata: {name: $name}, image: {image: $image},
+		command: $cmd, log_path: ($name + "/0.log"),
+		linux: {resources: {cpu_quota: $quota, cpu_period: $period,
+			cpuset_cpus: $cpus}}}' >"$dir/container.json" || return 1
+	pod=$(cs_crictl runp "$dir/pod.json") || return 1
+	ctr=$(cs_crictl create "$pod" "$dir/container.json" "$dir/pod.json") || return 1
+	cs_crictl start "$ctr" >/dev/null || return 1
+	echo "$ctr"
+}
+
+# cs_cri_wait ID [SECONDS]: wait until the container has exited and
+# containerd has copied all its output to the log file (it has closed the
+# container's FIFOs: behind a flood, that can be seconds later); at most
+# SECONDS, default 600.
+cs_cri_wait() {
+	local i state="" fds
+	fds=/proc/$(cat "$CS_STATE/containerd.pid")/fd
+	for ((i = 0; i < ${2:-600}; i++)); do
+		[[ $state == CONTAINER_EXITED ]] ||
+			state=$(cs_crictl inspect -o json "$1" | jq -r .status.state)
+		if [[ $state == CONTAINER_EXITED && -z $(find "$fds" -lname "*$1*" -print -quit) ]]; then
+			return 0
+		fi
+		cs_nap 1
+	done
+	echo "container-stack: container $1 still ${state:-unknown} (or its output not copied) after ${2:-600} s" >&2
+	return 1
+}
+
+# cs_cri_output NAME: what pod NAME's container wrote, from its CRI log
+# file (each line "TIME STREAM TAG TEXT": the text).
+cs_cri_output() { sed 's/^[^ ]* [^ ]* [^ ]* //' "$CS_STATE/pods/$1/$1/0.log"; }
+
+# cs_cri_rm NAME: stop and remove pod NAME and its containers.
+cs_cri_rm() {
+	local pod
+	for pod in $(cs_crictl pods --name "^$1\$" -q); do
+		cs_crictl rmp -f "$pod" >/dev/null
+	done
+	rm -rf "${CS_STATE:?}/pods/$1"
 }
 
 # cs_nap SECONDS: sleep without forking.

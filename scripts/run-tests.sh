@@ -40,7 +40,8 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      worker's CPU time to its client (within 1 %), by hand and through
      Podman's metadata, the thread rule, --pace; with unchanged engines
      (v2), in 3 s windows: conmon's CPU charged to its container
-     (Podman), dockerd's by the thread rule (Docker); on the stock kernel:
+     (Podman), dockerd's and containerd's CRI plugin's by the thread rule
+     (Docker; pods made by crictl, scripts/crictl-build.sh); on the stock kernel:
      the "kernel lacks the feature" errors;
   8. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
      --quick: the stock and the patched kernel, every charging mode, the
@@ -271,10 +272,11 @@ for cg in v2 v1; do
 done
 "$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup v2 -- \
 	tools/tests/run-in-guest.sh "$results/tools-stock-v2" cgborrow-stock borrowd-stock || true
-log "tools: borrowd with unchanged Podman and Docker"
+log "tools: borrowd with unchanged Podman, Docker and containerd's CRI plugin"
 ensure_packages "${ENGINE_PACKAGES[@]}"
+"$CFSB_ROOT/scripts/crictl-build.sh"
 "$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v2 -- \
-	tools/tests/engines-in-guest.sh --tap --seconds 3 podman docker 2>&1 |
+	tools/tests/engines-in-guest.sh --tap --seconds 3 podman docker cri 2>&1 |
 	grep -v 'level=' >"$results/tools-engines.tap" || true
 grep -qE '^1\.\.[0-9]+$' "$results/tools-engines.tap" ||
 	echo "not ok 999 engines: the run ended early (see above)" | tee -a "$results/tools-engines.tap"

@@ -16,14 +16,19 @@
 # seconds done and in all, as that script's progress files.
 # --tap: the checks for scripts/run-tests.sh instead of the table: borrowd
 # on only, no neighbour; B/A within 85 to 110 % for a worker per container
-# (measured 94 to 96 % in 3 s), at least 50 % for dockerd (84 to 95 %).
+# (measured 94 to 96 % in 3 s), at least 50 % for a shared daemon (dockerd
+# 84 to 95 %, containerd's CRI plugin 89 %).
 #
 # Engines: podman (conmon, one per container: borrowd's process rule,
 # found from Podman's metadata), nerdctl (unpatched 1.7.7, its logging
 # process per container: the process rule, found by its CONTAINER_ID),
 # docker (dockerd copies every container's output itself: the thread rule,
-# --daemon dockerd). Modes: off (no borrowd), borrowd, borrowd --pace (not
-# for docker: a shared daemon cannot be paused for one client).
+# --daemon dockerd), cri (containerd's CRI plugin, as on a Kubernetes node,
+# pods made by crictl as kubelet makes them: containerd copies every
+# container's output to its pod's log file itself, the thread rule,
+# --daemon containerd). Modes: off (no borrowd), borrowd, borrowd --pace
+# (not for docker and cri: a shared daemon cannot be paused for one
+# client).
 set -uo pipefail
 
 secs=10 tap=0 modes_arg="" csv="" progress_file=""
@@ -110,6 +115,44 @@ docker_worker() { cat /run/docker.pid; }
 docker_image() { echo "cfsb/$1:latest"; }
 docker_stop() { kill "$(cat /run/docker.pid)"; }
 
+# cri: containerd with its CRI plugin, pinned to CPU 0 as for nerdctl.
+# (nerdctl only loads the images into CRI's namespace.)
+cri_start() {
+	CS_NERDCTL=$CS_ROOT/.build/nerdctl-stock/nerdctl
+	cs_start --cpus 0 --cri
+	cs_cri_load_images busybox sysbench
+}
+# cri_run [-d] [--rm] [--name N] [--cpuset-cpus C] [--cpu-quota Q]
+#         [--cpu-period P] IMAGE CMD...: a pod as docker run would make a
+# container; without -d, waits for it and prints its output.
+cri_run() {
+	local detach=0 rm=0 name="" cpus="" quota_us=0 period=100000 id
+	while [[ $1 == -* ]]; do
+		case $1 in
+		-d) detach=1; shift ;;
+		--rm) rm=1; shift ;;
+		--name) name=$2; shift 2 ;;
+		--cpuset-cpus) cpus=$2; shift 2 ;;
+		--cpu-quota) quota_us=$2; shift 2 ;;
+		--cpu-period) period=$2; shift 2 ;;
+		*) cs_die "cri_run: unknown option $1" ;;
+		esac
+	done
+	id=$(cs_cri_run "$name" "$cpus" "$quota_us" "$period" "$@") || return 1
+	if ((detach)); then
+		echo "$id"
+		return 0
+	fi
+	cs_cri_wait "$id" || return 1
+	cs_cri_output "$name"
+	((rm)) && cs_cri_rm "$name"
+	return 0
+}
+cri_rm() { cs_cri_rm "$1"; }
+cri_worker() { cat "$CS_STATE/containerd.pid"; }
+cri_image() { echo "cfsb/$1:latest"; }
+cri_stop() { cs_stop; }
+
 # group ID: "charged used" (us) of a container's group. A kernel that
 # counts what is outstanding counts every charge as borrowed, the first
 # series counted the dropped part apart.
@@ -140,6 +183,7 @@ measure() {
 		[[ $engine == podman ]] && args=(--engines podman --scan-ms 200)
 		[[ $engine == nerdctl ]] && args=(--engines containerd --scan-ms 200)
 		[[ $engine == docker ]] && args+=(--daemon dockerd --scan-ms 200)
+		[[ $engine == cri ]] && args+=(--daemon containerd --scan-ms 200)
 		[[ $mode == pace ]] && args+=(--pace)
 		taskset -c 1 "$tools/borrowd" "${args[@]}" >"/run/borrowd-$engine-$mode.log" 2>&1 &
 		bpid=$!
@@ -185,7 +229,7 @@ measure() {
 	# The charges lag the worker by up to a round (100 ms, longer under
 	# load) at each end of the window: 3 % or more of 3 s.
 	local ratio=$((A > 0 ? B * 100 / A : 0)) low=85 high=110
-	[[ $engine == docker ]] && low=50
+	[[ $engine == docker || $engine == cri ]] && low=50
 	if [[ $A -gt 1000 && $ratio -ge $low && $ratio -le $high ]]; then
 		echo "ok $n $engine: the worker's CPU is charged to the container (B/A $ratio %, $low to $high)"
 	else
@@ -227,7 +271,8 @@ for engine in "$@"; do
 	printf '%-7s %-8s %9s %9s %9s %9s %8s %10s\n' engine mode "worker A" "charged B" "ctr C" "B + C" "B / A" "sysbench"
 	# A shared daemon cannot be paused for one client.
 	engine_modes=("${modes[@]}")
-	[[ $engine == docker ]] && mapfile -t engine_modes < <(printf '%s\n' "${modes[@]}" | grep -vx pace)
+	[[ $engine == docker || $engine == cri ]] &&
+		mapfile -t engine_modes < <(printf '%s\n' "${modes[@]}" | grep -vx pace)
 	for mode in "${engine_modes[@]}"; do
 		measure "$engine" "$mode"
 		did=$((did + secs + 12))
