@@ -204,6 +204,17 @@ def check_engines(tap: Tap, d: Path, label: str) -> None:
 
     tap.check(f"{label}: borrowd charges the worker's CPU, at most all of it; off charges nothing", charged)
 
+    def throttled() -> bool | str:
+        for x in r:
+            p, t = int(x["periods"]), int(x["throttled_periods"])
+            if not (p > 0 and 0 <= t <= p):
+                return f"{x['engine']} {x['mode']}: {t} throttled of {p} periods"
+        return True
+
+    # (Runs from before the columns were measured have none.)
+    if r and "periods" in r[0]:
+        tap.check(f"{label}: the flooding container ran periods, at most all of them throttled", throttled)
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)

@@ -714,6 +714,11 @@ def engines_section(engines: list[tuple[Path, dict[str, Any]]], summary: dict[st
                     "C": c,
                     "B_over_A": 100 * b / a if a > 0 else None,
                     "neighbour_ratio": ev / alone if ev and alone else None,
+                    # What kubelet (cAdvisor) shows of it: the share of
+                    # periods throttled (kept from runs before it was).
+                    "throttled_pct": 100 * int(r["throttled_periods"]) / int(r["periods"])
+                    if int(r.get("periods") or 0) > 0
+                    else None,
                 }
             )
     summary["engines"] = rows
@@ -724,18 +729,22 @@ def engines_section(engines: list[tuple[Path, dict[str, Any]]], summary: dict[st
         "",
         "A container floods its output (`yes`) under a quota of 50 ms per 100 ms; its engine's worker "
         "copies it on the same CPU: Podman's conmon and stock nerdctl's logging process (one per "
-        "container: borrowd's process rule), dockerd (one for all: the thread rule). Without borrowd "
+        "container: borrowd's process rule), dockerd and containerd's CRI plugin (one for all: the "
+        "thread rule). Without borrowd "
         "(off) and with it; a sysbench neighbour's events/s against sysbench alone "
-        "(tools/tests/engines-in-guest.sh). Shares of one CPU, %.",
+        "(tools/tests/engines-in-guest.sh). Shares of one CPU, %. Throttled: the share of the "
+        "container's periods in which it was throttled (cpu.stat, which cAdvisor exports to "
+        "kubelet as container_cpu_cfs_throttled_periods_total over ..._periods_total).",
         "",
-        "| engine | mode | clock | worker A | charged B | container C | B+C | B/A % | neighbour / alone |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| engine | mode | clock | worker A | charged B | container C | B+C | B/A % | throttled % "
+        "| neighbour / alone |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r['engine']} | {r['mode']} | {CLOCK_NAME[r['clock']]} | {fmt(r['A'])} | {fmt(r['B'])} | "
             f"{fmt(r['C'])} | {fmt(r['B'] + r['C'])} | {fmt(r['B_over_A'], 1)} | "
-            f"{fmt(r['neighbour_ratio'], 3)} |"
+            f"{fmt(r['throttled_pct'], 1)} | {fmt(r['neighbour_ratio'], 3)} |"
         )
     out.append("")
     return out

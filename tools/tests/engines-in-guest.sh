@@ -153,15 +153,19 @@ cri_worker() { cat "$CS_STATE/containerd.pid"; }
 cri_image() { echo "cfsb/$1:latest"; }
 cri_stop() { cs_stop; }
 
-# group ID: "charged used" (us) of a container's group. A kernel that
-# counts what is outstanding counts every charge as borrowed, the first
-# series counted the dropped part apart.
+# group ID: "charged used periods throttled" of a container's group: what
+# was charged and what it used (us), and its periods and throttled periods
+# (cpu.stat: what cAdvisor, and so kubelet, exports as
+# container_cpu_cfs_periods_total and ..._throttled_periods_total). A
+# kernel that counts what is outstanding counts every charge as borrowed,
+# the first series counted the dropped part apart.
 group() {
 	"$tools/cgborrow" show --json --container "$1" | python3 -c '
 import json, sys
 g = json.load(sys.stdin)[0]
 both = g["borrow_outstanding_usec"] is None
-print(g["borrowed_usec"] + (g["borrow_dropped_usec"] if both else 0), g["usage_usec"])'
+print(g["borrowed_usec"] + (g["borrow_dropped_usec"] if both else 0), g["usage_usec"],
+      g["nr_periods"], g["nr_throttled"])'
 }
 # sysbench_run ENGINE NAME: a neighbour on CPU 0 for $secs s; its events/s.
 sysbench_run() {
@@ -172,7 +176,7 @@ sysbench_run() {
 
 # measure ENGINE MODE: one row of the table.
 measure() {
-	local engine=$1 mode=$2 id wpid bpid="" a0 a1 b0 b1 c0 c1 t0 t1 ev wall g
+	local engine=$1 mode=$2 id wpid bpid="" a0 a1 b0 b1 c0 c1 p0 p1 n0 n1 t0 t1 ev wall g
 	id=$("${engine}_run" -d --name flood --cpuset-cpus 0 "${quota[@]}" "$("${engine}_image" busybox)" yes) ||
 		cs_die "$engine cannot run the container"
 	wpid=$("${engine}_worker" "$id")
@@ -198,7 +202,7 @@ measure() {
 	# The clock next to the worker's time: cgborrow and python take a
 	# while under load, and the two calls not always as long.
 	a0=$(process_runtime "$wpid") t0=${EPOCHREALTIME/./} g=$(group "$id")
-	read -r b0 c0 <<<"$g"
+	read -r b0 c0 p0 n0 <<<"$g"
 	if [[ $tap -eq 1 ]]; then
 		cs_nap "$secs"
 		ev=-
@@ -206,7 +210,7 @@ measure() {
 		ev=$(sysbench_run "$engine" neighbour)
 	fi
 	a1=$(process_runtime "$wpid") t1=${EPOCHREALTIME/./} g=$(group "$id")
-	read -r b1 c1 <<<"$g"
+	read -r b1 c1 p1 n1 <<<"$g"
 	wall=$((t1 - t0))
 	if [[ -n $bpid ]]; then
 		kill -TERM "$bpid"
@@ -216,7 +220,8 @@ measure() {
 	"${engine}_rm" flood
 	# Shares of one CPU in units of 0.01 %.
 	local A=$(((a1 - a0) * 10 / wall)) B=$(((b1 - b0) * 10000 / wall)) C=$(((c1 - c0) * 10000 / wall))
-	[[ -z $csv ]] || echo "$engine,$mode,$wall,$((a1 - a0)),$((b1 - b0)),$((c1 - c0)),$ev,$alone" >>"$csv"
+	[[ -z $csv ]] ||
+		echo "$engine,$mode,$wall,$((a1 - a0)),$((b1 - b0)),$((c1 - c0)),$ev,$alone,$((p1 - p0)),$((n1 - n0))" >>"$csv"
 	local row
 	row=$(printf '%-7s %-8s %9s %9s %9s %9s %8s %10s' "$engine" "$mode" "$(cs_pct "$A")" "$(cs_pct "$B")" \
 		"$(cs_pct "$C")" "$(cs_pct $((B + C)))" "$([[ $A -gt 0 ]] && cs_pct $((B * 10000 / A)))" "$ev")
@@ -250,7 +255,8 @@ if [[ $tap -eq 1 ]]; then
 fi
 echo "# kernel $(uname -r), cgroup $(cs_hierarchy); quota 50/100 ms; shares of one CPU over ${secs} s"
 # (A's column is ns: a process's schedstat.)
-[[ -z $csv ]] || echo "engine,mode,wall_us,worker_ns,charged_us,container_us,sysbench_events_per_s,alone_events_per_s" >"$csv"
+[[ -z $csv ]] ||
+	echo "engine,mode,wall_us,worker_ns,charged_us,container_us,sysbench_events_per_s,alone_events_per_s,periods,throttled_periods" >"$csv"
 IFS=, read -ra modes <<<"${modes_arg:-off,borrowd,pace}"
 # progress LABEL: planned seconds done (sysbench alone, then a window, a
 # neighbour and about 12 s of starting and stopping per mode) and in all.
