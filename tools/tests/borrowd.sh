@@ -116,8 +116,10 @@ guest_tests() {
 	wait_for "$tmp/borrowd.log" "ready" && rc=0 || rc=1
 	out=$(cat "$tmp/borrowd.log")
 	check "borrowd starts, loads and attaches its program" '[[ $rc -eq 0 ]]'
-	out=$(bpftool prog show name borrowd_switch 2>&1)
-	check "bpftool prog lists borrowd's program" '[[ $out == *"tracepoint"*"borrowd_switch"* ]]'
+	# Every program borrowd loaded, as bpftool lists them (a program's
+	# first line has its name, the lines after it are indented).
+	out=$(bpftool prog show 2>&1 | awk '/^[0-9]+:/ { keep = /borrowd_/ } keep')
+	check "bpftool prog lists borrowd's programs" '[[ $out == *"tracepoint"*"borrowd_switch"* ]]'
 	printf '# %s\n' "${out//$'\n'/$'\n'# }"
 	out=$(bpftool map show name workers 2>&1)
 	check "bpftool map lists its workers map" '[[ $out == *"hash"*"workers"* ]]'
