@@ -13,7 +13,8 @@ usage() {
 Usage: ${0##*/} [--quick | --full] [--cgroup v1|v2|both] [--modes LIST]
                 [--exp2-modes LIST] [--parts LIST] [--exp2-n LIST] [--boots N]
                 [--overhead-boots N] [--engines LIST] [--wall-clock]
-                [--sysbench-burst] [--out DIR] [--report-only] [--estimate]
+                [--sysbench-burst] [--out DIR] [--resume] [--report-only]
+                [--estimate]
 
 Builds what is missing (the stock and the patched kernel with their modules,
 the patched and the stock nerdctl, the tools, the images), then boots the
@@ -78,6 +79,12 @@ Options:
                  to its quota
   --out DIR      results directory inside the checkout (default: quick
                  results/noisy_logging/quick, full experiments/results/full)
+  --resume       run again only this plan's VMs that did not finish (no
+                 host.json, or a non-zero exit) under DIR/raw/<parts>.<clock>/,
+                 keeping the others: a VM lost to the host costs its own time,
+                 not the run's. run.json's seconds add up every invocation
+                 (an invocation that failed: from its first VM's start to its
+                 last VM's end, from the files' times)
   --report-only  only rewrite the report and plots from DIR/raw
   --estimate     print how long this run would take, from its VMs' planned
                  guest seconds and the pace of the VMs already run under
@@ -86,7 +93,7 @@ Options:
 EOF
 }
 
-tier=quick HIERARCHIES=(v2 v1) modes=off,process,thread,incg exp2_modes="" out="" report_only=0
+tier=quick HIERARCHIES=(v2 v1) modes=off,process,thread,incg exp2_modes="" out="" report_only=0 resume=0
 parts=exp1,exp2,throughput,overhead,engines exp2_n="" exp2_opts=() wall=0 boots="" ov_boots=""
 engines_arg="" estimate=0
 while [[ $# -gt 0 ]]; do
@@ -105,6 +112,7 @@ while [[ $# -gt 0 ]]; do
 	--wall-clock) wall=1; shift ;;
 	--out) out=${2:?}; shift 2 ;;
 	--report-only) report_only=1; shift ;;
+	--resume) resume=1; shift ;;
 	--estimate) estimate=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
@@ -263,7 +271,20 @@ if has_part engines; then
 fi
 python3 "$CFSB_ROOT/scripts/build_images.py" "$CFSB_ROOT/.build/images" >/dev/null
 
-rm -rf "$raw"
+# previous_s: the time the invocations before this one took (--resume).
+previous_s=0
+if ((resume)); then
+	[[ -d $raw ]] || die "--resume: nothing to resume under $raw"
+	if [[ -f $raw/run.json ]]; then
+		previous_s=$(jq .seconds "$raw/run.json")
+	else
+		first=$(stat -c %Y "$raw"/*/slot | sort -n | head -1)
+		last=$(stat -c %Y "$raw"/*/host.json | sort -n | tail -1)
+		previous_s=$((last - first))
+	fi
+else
+	rm -rf "$raw"
+fi
 mkdir -p "$raw"
 case $tier in quick) vm_timeout=1800 ;; full) vm_timeout=14400 ;; esac
 VM_OPTS=()
@@ -319,6 +340,21 @@ run_vms() {
 	ncpu=$(($(nproc) < 2 ? 1 : 2))
 	for ((slot = 0; slot < ncpu; slot++)); do SLOT_FREE[slot]=1; done
 	mapfile -t queue < <(vm_plan)
+	if ((resume)); then
+		local kept=() todo=()
+		for line in "${queue[@]}"; do
+			name=${line%% *}
+			if [[ $(jq .exit "$raw/$name/host.json" 2>/dev/null) == 0 ]]; then
+				kept+=("$name")
+			else
+				todo+=("$line")
+				rm -rf "${raw:?}/$name"
+			fi
+		done
+		queue=("${todo[@]}")
+		log "resuming: ${#kept[@]} VMs kept, ${#queue[@]} to run again: ${queue[*]%% *}"
+		RESUMED=("${queue[@]%% *}")
+	fi
 	t0=$(now_s)
 	while [[ ${#queue[@]} -gt 0 || ${#GUEST_PIDS[@]} -gt 0 ]]; do
 		for name in "${!GUEST_PIDS[@]}"; do
@@ -352,10 +388,11 @@ run_vms() {
 }
 
 started=$(now_s)
+RESUMED=()
 run_vms
 log "measured in $(hms $(($(now_s) - started)))"
-printf '{"tier": "%s", "parts": "%s", "seconds": %d, "host_cpus": %d, "clock": "%s", "icount": %s, "boots": %d, "overhead_boots": %d, "engines": "%s"}\n' \
-	"$tier" "$parts" $(($(now_s) - started)) "$(nproc)" "$clock" "$( ((wall)) && echo false || echo true)" \
-	"$boots" "$ov_boots" "$engines" >"$raw/run.json"
+printf '{"tier": "%s", "parts": "%s", "seconds": %d, "host_cpus": %d, "clock": "%s", "icount": %s, "boots": %d, "overhead_boots": %d, "engines": "%s", "resumed": "%s", "resumed_after_s": %d}\n' \
+	"$tier" "$parts" $((previous_s + $(now_s) - started)) "$(nproc)" "$clock" "$( ((wall)) && echo false || echo true)" \
+	"$boots" "$ov_boots" "$engines" "${RESUMED[*]}" "$previous_s" >"$raw/run.json"
 report
 log "report: ${out#"$CFSB_ROOT"/}/report.md, plots: ${out#"$CFSB_ROOT"/}/plots/"
