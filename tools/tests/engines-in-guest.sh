@@ -8,8 +8,12 @@
 # CPU, sysbench in a container of its own, its events/s against sysbench
 # alone.
 #
-#   engines-in-guest.sh [--seconds N] [--modes off,borrowd,pace] [--tap]
-#                       [--csv FILE] [--progress FILE] ENGINE...
+#   engines-in-guest.sh [--seconds N] [--quota-ms MS] [--modes off,borrowd,pace]
+#                       [--tap] [--csv FILE] [--progress FILE] ENGINE...
+#
+# --quota-ms MS: the flooding container's quota per 100 ms (default 50). At
+# 50 the worker's fair share of the CPU next to the neighbour is about the
+# quota anyway; below it, a paced worker leaves the neighbour more.
 #
 # --csv FILE: the rows as CSV too (CPU times in µs, for
 # experiments/noisy_logging.sh's engines part); --progress FILE: planned
@@ -31,15 +35,18 @@
 # client).
 set -uo pipefail
 
-secs=10 tap=0 modes_arg="" csv="" progress_file=""
+secs=10 tap=0 modes_arg="" csv="" progress_file="" quota_ms=50
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--modes) modes_arg=$2; shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
+	--quota-ms)
+		[[ $2 =~ ^[1-9][0-9]?$ ]] || { echo "--quota-ms takes 1 to 99" >&2; exit 2; }
+		quota_ms=$2; shift 2 ;;
 	--tap) tap=1; shift ;;
 	--csv) csv=$2; shift 2 ;;
 	--progress) progress_file=$2; shift 2 ;;
-	-h | --help) sed -n '2,28p' "$0" | cut -c3-; exit 0 ;;
+	-h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | cut -c3-; exit 0 ;;
 	-*) echo "unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -53,7 +60,7 @@ source "$(dirname "$0")/lib.sh"
 tools=$CS_ROOT/.build/tools
 podman=(podman --cgroup-manager cgroupfs --events-backend file)
 docker=/usr/bin/docker
-quota=(--cpu-quota 50000 --cpu-period 100000)
+quota=(--cpu-quota $((quota_ms * 1000)) --cpu-period 100000)
 
 # Engine operations: ENGINE_run ARGS... prints the container's id.
 # nerdctl: unpatched 1.7.7 (scripts/nerdctl-build.sh --stock), containerd
@@ -253,7 +260,7 @@ if [[ $tap -eq 1 ]]; then
 	echo "1..$n"
 	exit 0
 fi
-echo "# kernel $(uname -r), cgroup $(cs_hierarchy); quota 50/100 ms; shares of one CPU over ${secs} s"
+echo "# kernel $(uname -r), cgroup $(cs_hierarchy); quota $quota_ms/100 ms; shares of one CPU over ${secs} s"
 # (A's column is ns: a process's schedstat.)
 [[ -z $csv ]] ||
 	echo "engine,mode,wall_us,worker_ns,charged_us,container_us,sysbench_events_per_s,alone_events_per_s,periods,throttled_periods" >"$csv"
