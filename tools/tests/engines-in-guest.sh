@@ -20,8 +20,8 @@
 # seconds done and in all, as that script's progress files.
 # --tap: the checks for scripts/run-tests.sh instead of the table: borrowd
 # on only, no neighbour; B/A within 85 to 110 % for a worker per container
-# (measured 94 to 96 % in 3 s), at least 50 % for a shared daemon (dockerd
-# 84 to 95 %, containerd's CRI plugin 89 %).
+# (measured 94 to 96 % in 3 s), at least 50 % for dockerd (84 to 95 %),
+# 25 % for containerd's CRI plugin (47 to 97 %).
 #
 # Engines: podman (conmon, one per container: borrowd's process rule,
 # found from Podman's metadata), nerdctl (unpatched 1.7.7, its logging
@@ -241,7 +241,14 @@ measure() {
 	# The charges lag the worker by up to a round (100 ms, longer under
 	# load) at each end of the window: 3 % or more of 3 s.
 	local ratio=$((A > 0 ? B * 100 / A : 0)) low=85 high=110
-	[[ $engine == docker || $engine == cri ]] && low=50
+	[[ $engine == docker ]] && low=50
+	# containerd's CRI plugin hands each line from the goroutine that reads
+	# the FIFO to one that writes the pod's log file, through an in-process
+	# pipe: the writer's thread reads no client's file, and how much of the
+	# work lands on it varies with the load (B/A 47 to 97 % in 3 s windows
+	# under emulation, 92 % on the instruction clock). Without the thread
+	# rule B is 0.
+	[[ $engine == cri ]] && low=25
 	if [[ $A -gt 1000 && $ratio -ge $low && $ratio -le $high ]]; then
 		echo "ok $n $engine: the worker's CPU is charged to the container (B/A $ratio %, $low to $high)"
 	else
