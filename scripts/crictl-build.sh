@@ -38,10 +38,7 @@ done
 
 out=$CFSB_ROOT/.build/crictl
 bin=$out/crictl
-# Go is preinstalled in /usr/local/go, as for scripts/nerdctl-build.sh.
-command -v go >/dev/null || PATH=/usr/local/go/bin:$PATH
-command -v go >/dev/null || die "no go on PATH nor in /usr/local/go/bin"
-export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local CGO_ENABLED=0
+use_go
 ensure_packages jq
 
 flags=(-trimpath -ldflags "-X $CRICTL_MODULE/pkg/version.Version=$CRICTL_VERSION")

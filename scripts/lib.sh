@@ -253,6 +253,17 @@ files_hash() {
 	done | sha256sum | cut -d' ' -f1
 }
 
+# use_go: the Go toolchain for the guest's Go binaries (nerdctl, crictl).
+# Go is preinstalled in /usr/local/go (not a Debian package: bookworm's is
+# too old for nerdctl's dependencies). Reproducible, self-contained builds:
+# no VCS stamping (trees are git worktrees), no toolchain download, no cgo
+# (the binaries run in the guest).
+use_go() {
+	command -v go >/dev/null || PATH=/usr/local/go/bin:$PATH
+	command -v go >/dev/null || die "no go on PATH nor in /usr/local/go/bin"
+	export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local CGO_ENABLED=0
+}
+
 # The ccache settings every kernel build uses; the same everywhere, or the
 # builds do not share the cache.
 use_ccache() {

@@ -73,14 +73,8 @@ out=$CFSB_ROOT/.build/nerdctl
 series_files() { find "$patch_dir" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' | sort; }
 
 # --- tools ----------------------------------------------------------------
-# Go is preinstalled in /usr/local/go (not a Debian package: bookworm's is
-# too old for nerdctl's dependencies).
-command -v go >/dev/null || PATH=/usr/local/go/bin:$PATH
-command -v go >/dev/null || die "no go on PATH nor in /usr/local/go/bin"
+use_go
 ensure_packages git coreutils
-# Reproducible, self-contained builds: no VCS stamping (the tree is a git
-# worktree), no toolchain download, no cgo (the binary runs in the guest).
-export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local CGO_ENABLED=0
 
 # h1_sum DIR: the go.sum "h1:" hash of a module's files in DIR (dirhash
 # Hash1: sha256 of the sorted "sha256  module@version/file" lines).
