@@ -294,7 +294,7 @@ python3 "$CFSB_ROOT/experiments/check_noisy_logging.py" "$results/noisy_logging"
 # and the upstream test's comparison to target_summary_opts.
 target_summary_opts=() target_summary_files=()
 target_tests() {
-	local base=$1 arch=$2 dir=$results/target-$1-$2 stock patched bin cg suites=() cross
+	local base=$1 arch=$2 dir=$results/target-$1-$2 stock patched bin cg cross
 	mkdir -p "$dir"
 	(
 		select_kernel_base "$base"
