@@ -61,6 +61,9 @@ tools=$CS_ROOT/.build/tools
 podman=(podman --cgroup-manager cgroupfs --events-backend file)
 docker=/usr/bin/docker
 quota=(--cpu-quota $((quota_ms * 1000)) --cpu-period 100000)
+# The engines whose worker is one shared daemon (borrowd's thread rule, no
+# --pace: it cannot be paused for one client), by the daemon's name.
+declare -A SHARED_DAEMON=([docker]=dockerd [cri]=containerd)
 
 # Engine operations: ENGINE_run ARGS... prints the container's id.
 # nerdctl: unpatched 1.7.7 (scripts/nerdctl-build.sh --stock), containerd
@@ -193,8 +196,7 @@ measure() {
 		local args=(--engines none)
 		[[ $engine == podman ]] && args=(--engines podman --scan-ms 200)
 		[[ $engine == nerdctl ]] && args=(--engines containerd --scan-ms 200)
-		[[ $engine == docker ]] && args+=(--daemon dockerd --scan-ms 200)
-		[[ $engine == cri ]] && args+=(--daemon containerd --scan-ms 200)
+		[[ -n ${SHARED_DAEMON[$engine]:-} ]] && args+=(--daemon "${SHARED_DAEMON[$engine]}" --scan-ms 200)
 		[[ $mode == pace ]] && args+=(--pace)
 		taskset -c 1 "$tools/borrowd" "${args[@]}" >"/run/borrowd-$engine-$mode.log" 2>&1 &
 		bpid=$!
@@ -289,9 +291,8 @@ for engine in "$@"; do
 	progress "$engine alone"
 	echo "# $engine: sysbench alone on CPU 0: $alone events/s"
 	printf '%-7s %-8s %9s %9s %9s %9s %8s %10s\n' engine mode "worker A" "charged B" "ctr C" "B + C" "B / A" "sysbench"
-	# A shared daemon cannot be paused for one client.
 	engine_modes=("${modes[@]}")
-	[[ $engine == docker || $engine == cri ]] &&
+	[[ -n ${SHARED_DAEMON[$engine]:-} ]] &&
 		mapfile -t engine_modes < <(printf '%s\n' "${modes[@]}" | grep -vx pace)
 	for mode in "${engine_modes[@]}"; do
 		measure "$engine" "$mode"
