@@ -123,7 +123,15 @@ docker_run() { "$docker" run --network none --log-driver json-file "$@"; }
 docker_rm() { "$docker" rm -f "$@" >/dev/null 2>&1; }
 docker_worker() { cat /run/docker.pid; }
 docker_image() { echo "cfsb/$1:latest"; }
-docker_stop() { kill "$(cat /run/docker.pid)"; }
+# dockerd stops its own containerd on the way out: wait for both, so that
+# the next engine's containerd does not start beside them.
+docker_stop() {
+	local pid
+	pid=$(cat /run/docker.pid) || return 0
+	kill "$pid" 2>/dev/null || true
+	while kill -0 "$pid" 2>/dev/null; do cs_nap 0.1; done
+	while pgrep -f /var/run/docker/containerd >/dev/null; do cs_nap 0.1; done
+}
 
 # cri: containerd with its CRI plugin, pinned to CPU 0 as for nerdctl.
 # (nerdctl only loads the images into CRI's namespace.)
@@ -261,12 +269,20 @@ measure() {
 n=0
 if [[ $tap -eq 1 ]]; then
 	echo "TAP version 13"
+	# A step that gives up (cs_die) ends the script: say which engine, and
+	# close the plan, so that the failure reads as one.
+	trap 'rc=$?; ((rc == 0)) || { echo "not ok $((n + 1)) $engine: the test ended early (exit $rc, see above)"; echo "1..$((n + 1))"; }' EXIT
 	for engine in "$@"; do
+		t0=$SECONDS
 		"${engine}_start"
+		echo "# $engine: started in $((SECONDS - t0)) s"
 		measure "$engine" borrowd
+		t0=$SECONDS
 		"${engine}_stop"
+		echo "# $engine: stopped in $((SECONDS - t0)) s"
 	done
 	echo "1..$n"
+	trap - EXIT
 	exit 0
 fi
 echo "# kernel $(uname -r), cgroup $(cs_hierarchy); quota $quota_ms/100 ms; shares of one CPU over ${secs} s"
