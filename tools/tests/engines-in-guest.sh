@@ -134,9 +134,9 @@ docker_stop() {
 }
 
 # cri: containerd with its CRI plugin, pinned to CPU 0 as for nerdctl.
-# (nerdctl only loads the images into CRI's namespace.)
+# (nerdctl, the stack's default build, only loads the images into CRI's
+# namespace.)
 cri_start() {
-	CS_NERDCTL=$CS_ROOT/.build/nerdctl-stock/nerdctl
 	cs_start --cpus 0 --cri
 	cs_cri_load_images busybox sysbench
 }
