@@ -326,12 +326,4 @@ stock_tests() {
 	check "on the stock kernel: exit 3, the kernel lacks the feature" '[[ $rc -eq 3 && $out == *"has no cpu.cfs.borrowing_us"* ]]'
 }
 
-echo "TAP version 13"
-case $mode in
-host) host_tests ;;
-guest) guest_tests ;;
-stock) stock_tests ;;
-*) echo "Bail out! unknown mode $mode"; exit 2 ;;
-esac
-echo "1..$n"
-[[ $failed -eq 0 ]]
+run_mode "$mode"

@@ -206,12 +206,4 @@ stock_tests() {
 	check "top on the stock kernel: exit 3" '[[ $rc -eq 3 ]]'
 }
 
-echo "TAP version 13"
-case $mode in
-host) host_tests ;;
-guest) guest_tests ;;
-stock) stock_tests ;;
-*) echo "Bail out! unknown mode $mode"; exit 2 ;;
-esac
-echo "1..$n"
-[[ $failed -eq 0 ]]
+run_mode "$mode"

@@ -14,6 +14,17 @@ check() {
 	fi
 }
 info() { echo "# info: $*"; }
+# run_mode MODE: the TAP stream of the script's MODE_tests (host, guest or
+# stock), and whether they all passed.
+run_mode() {
+	echo "TAP version 13"
+	case $1 in
+	host | guest | stock) "$1_tests" ;;
+	*) echo "Bail out! unknown mode $1"; exit 2 ;;
+	esac
+	echo "1..$n"
+	[[ $failed -eq 0 ]]
+}
 # run ARG...: $bin's output (stdout and stderr) in $out, status in $rc.
 run() { out=$("${bin:?}" "$@" 2>&1) && rc=0 || rc=$?; }
 
