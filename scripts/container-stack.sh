@@ -18,6 +18,9 @@ CS_STATE=/run/cfsb-containers
 CS_NERDCTL=${CS_NERDCTL:-$CS_ROOT/.build/nerdctl/nerdctl}
 CS_IMAGES=${CS_IMAGES:-$CS_ROOT/.build/images}
 CS_CRICTL=${CS_CRICTL:-$CS_ROOT/.build/crictl/crictl}
+# kubelet's links to the pods' log files (its /var/log/containers), made by
+# cs_cri_run as kubelet makes them: borrowd --pod-logs reads them.
+CS_POD_LOG_LINKS=$CS_STATE/log/containers
 CS_CGROUP_MANAGER=cgroupfs
 CS_RUNTIME=runc
 CS_CONTAINERD_CGROUP=system.slice/containerd.service
@@ -327,7 +330,8 @@ cs_cri_load_images() {
 # container NAME running CMD, as kubelet would make it for a pod with a CPU
 # limit: the pod's cgroup under kubepods (cgroupfs), the container's quota,
 # pinned to CPUS, its output copied by containerd to the pod's log file
-# ($CS_STATE/pods/NAME/NAME/0.log). Prints the container's id.
+# ($CS_STATE/pods/NAME/NAME/0.log), linked from $CS_POD_LOG_LINKS. Prints
+# the container's id.
 cs_cri_run() {
 	local name=$1 cpus=$2 quota=$3 period=$4 image=$5 dir=$CS_STATE/pods/$1 pod ctr cmd
 	shift 5
@@ -349,6 +353,8 @@ cs_cri_run() {
 	pod=$(cs_crictl runp "$dir/pod.json") || return 1
 	ctr=$(cs_crictl create "$pod" "$dir/container.json" "$dir/pod.json") || return 1
 	cs_crictl start "$ctr" >/dev/null || return 1
+	mkdir -p "$CS_POD_LOG_LINKS"
+	ln -sfn "$dir/$name/0.log" "$CS_POD_LOG_LINKS/${name}_default_$name-$ctr.log"
 	echo "$ctr"
 }
 
@@ -381,7 +387,7 @@ cs_cri_rm() {
 	for pod in $(cs_crictl pods --name "^$1\$" -q); do
 		cs_crictl rmp -f "$pod" >/dev/null
 	done
-	rm -rf "${CS_STATE:?}/pods/$1"
+	rm -rf "${CS_STATE:?}/pods/$1" "$CS_POD_LOG_LINKS/$1_default_$1-"*.log
 }
 
 # cs_nap SECONDS: sleep without forking.

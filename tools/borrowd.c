@@ -63,8 +63,10 @@ static struct {
 	bool pace;
 	long pace_periods;
 	double duration;
+	char pod_logs[PATH_MAX];
 } opt = {
 	.interval_ms = 100, .scan_ms = 1000,
+	.pod_logs = "/var/log/containers",
 	.engine_podman = true, .engine_containerd = true,
 	.pid_form = true,
 	.pace_periods = 2,
@@ -91,8 +93,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: borrowd [--config FILE] [--worker PID:CGROUP]... [--engines LIST]\n"
-"               [--daemon PID|NAME]... [--interval-ms MS] [--scan-ms MS]\n"
-"               [--pace] [--pace-periods N] [--no-worker-pid]\n"
+"               [--daemon PID|NAME]... [--pod-logs DIR] [--interval-ms MS]\n"
+"               [--scan-ms MS] [--pace] [--pace-periods N] [--no-worker-pid]\n"
 "               [--duration SEC] [--verbose]\n"
 "\n"
 "Charges the CPU time of worker processes to their clients' cgroups\n"
@@ -111,6 +113,9 @@ static void usage(FILE *f)
 "                       of its threads' CPU time between two reads goes to\n"
 "                       the container whose pipe or FIFO it read last;\n"
 "                       by pid or by process name; repeatable\n"
+"  --pod-logs DIR       kubelet's links to pods' log files (NAME-ID.log):\n"
+"                       a daemon's write to one is work for container ID\n"
+"                       (default /var/log/containers)\n"
 "  --pace               stop a worker (SIGSTOP) while its client owes more\n"
 "                       than N periods' quota (--pace-periods, default 2),\n"
 "                       so that it works no faster than the client pays\n"
@@ -443,7 +448,11 @@ static void scan_engines(void)
  * the container's id: dockerd's /run/docker/containerd/ID/init-stdout,
  * containerd CRI's .../containers/ID/io/N/ID-stdout) to the container's
  * group; the BPF program charges each daemon thread's time between reads
- * to the client it last read from.
+ * to the client it last read from. A container's log file names it when
+ * the engine puts the id in its path (dockerd's ID/ID-json.log); a
+ * Kubernetes pod's log file (/var/log/pods/NS_POD_UID/NAME/N.log) does
+ * not: kubelet names it by a symlink in /var/log/containers
+ * (POD_NS_NAME-ID.log), which the scan resolves.
  */
 struct daemon {
 	pid_t pid;
@@ -476,6 +485,14 @@ static struct fd_key *fds;	/* what fd_clients holds */
 static int nr_fds, cap_fds;
 static struct bcg_container *containers;
 static int nr_containers, cap_containers;
+
+struct pod_log {
+	char path[PATH_MAX];	/* the log file, resolved */
+	char id[65];		/* its container */
+};
+
+static struct pod_log *pod_logs;
+static int nr_pod_logs, cap_pod_logs;
 
 static int grow(void **arr, int *cap, int need, size_t size)
 {
@@ -636,6 +653,57 @@ static void charge_clients(void)
 			charge_client(&clients[i], ns);
 }
 
+/* kubelet's links: NAME-ID.log, ID 64 hex digits, to the container's log. */
+static void scan_pod_logs(void)
+{
+	char link[PATH_MAX];
+	struct dirent *de;
+	const char *id;
+	size_t len;
+	DIR *dir;
+
+	nr_pod_logs = 0;
+	dir = opendir(opt.pod_logs);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		len = strlen(de->d_name);
+		if (len <= 69 || strcmp(de->d_name + len - 4, ".log") ||
+		    de->d_name[len - 69] != '-')
+			continue;
+		id = de->d_name + len - 68;
+		if (strspn(id, "0123456789abcdef") != 64)
+			continue;
+		if (grow((void **)&pod_logs, &cap_pod_logs, nr_pod_logs + 1,
+			 sizeof(*pod_logs)))
+			break;
+		if (snprintf(link, sizeof(link), "%s/%s", opt.pod_logs,
+			     de->d_name) >= (int)sizeof(link) ||
+		    !realpath(link, pod_logs[nr_pod_logs].path))
+			continue;
+		memcpy(pod_logs[nr_pod_logs].id, id, 64);
+		pod_logs[nr_pod_logs].id[64] = '\0';
+		nr_pod_logs++;
+	}
+	closedir(dir);
+}
+
+/* The client of DAEMON whose file TARGET is (a descriptor's link), or NULL. */
+static struct client *fd_client(pid_t daemon, const char *target)
+{
+	const char *id = NULL;
+
+	for (int p = 0; p < nr_pod_logs && !id; p++)
+		if (!strcmp(target, pod_logs[p].path))
+			id = pod_logs[p].id;
+	for (int c = 0; c < nr_containers; c++) {
+		if (id ? !strcmp(containers[c].id, id) :
+		    strlen(containers[c].id) >= 12 && strstr(target, containers[c].id))
+			return daemon_client(daemon, &containers[c]);
+	}
+	return NULL;
+}
+
 static void scan_daemon_fds(void)
 {
 	int map = bpf_map__fd(skel->maps.fd_clients), nr_new = 0, n = 0;
@@ -648,6 +716,7 @@ static void scan_daemon_fds(void)
 
 	nr_containers = 0;
 	bcg_for_each_container(collect_container, NULL);
+	scan_pod_logs();
 	for (int i = 0; i < nr_clients; i++)
 		clients[i].seen = false;
 	for (int d = 0; d < nr_daemons; d++) {
@@ -656,7 +725,7 @@ static void scan_daemon_fds(void)
 		if (!dir)
 			continue;
 		while ((de = readdir(dir))) {
-			struct client *cl = NULL;
+			struct client *cl;
 
 			if (de->d_name[0] < '0' || de->d_name[0] > '9')
 				continue;
@@ -664,10 +733,7 @@ static void scan_daemon_fds(void)
 			if (len <= 0)
 				continue;
 			target[len] = '\0';
-			for (int c = 0; c < nr_containers && !cl; c++)
-				if (strlen(containers[c].id) >= 12 &&
-				    strstr(target, containers[c].id))
-					cl = daemon_client(daemons[d].pid, &containers[c]);
+			cl = fd_client(daemons[d].pid, target);
 			if (!cl)
 				continue;
 			cl->seen = true;
@@ -836,6 +902,12 @@ static int set(const char *key, const char *val)
 		return set_ms(val, &opt.pace_periods);
 	if (!strcmp(key, "daemon"))
 		return add_daemon(val);
+	if (!strcmp(key, "pod_logs")) {
+		if (val[0] != '/' || strlen(val) >= sizeof(opt.pod_logs))
+			return -EINVAL;
+		snprintf(opt.pod_logs, sizeof(opt.pod_logs), "%s", val);
+		return 0;
+	}
 	return -ENOENT;
 }
 
@@ -901,6 +973,7 @@ static const struct option long_opts[] = {
 	{ "daemon", required_argument, NULL, 'D' },
 	{ "pace", no_argument, NULL, 'p' },
 	{ "pace-periods", required_argument, NULL, 'N' },
+	{ "pod-logs", required_argument, NULL, 'L' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -925,7 +998,7 @@ static int parse_args(int argc, char **argv)
 		return ret;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:pN:", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:pN:L:", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			continue;
@@ -946,6 +1019,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'N':
 			key = "pace_periods";
+			break;
+		case 'L':
+			key = "pod_logs";
 			break;
 		case 'P':
 			opt.pid_form = false;

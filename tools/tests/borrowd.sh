@@ -14,6 +14,8 @@
 #                      the thread rule: a shared daemon reading two
 #                      clients' FIFOs, its CPU split as its own account of
 #                      it says (within 10 %; measured: -3.0 to +0.2 %);
+#                      a thread that only writes a pod's log file, found
+#                      through kubelet's link to it (--pod-logs);
 #                      --pace holds a busy worker to its client's quota
 #   borrowd.sh stock   in the guest on the stock kernel: exit 3
 #
@@ -46,6 +48,13 @@ trap cleanup EXIT
 host_tests() {
 	run --help
 	check "--help prints the usage, exit 0" '[[ $rc -eq 0 && $out == Usage:* ]]'
+	# The configurations we ship parse (a bad one exits 2 before --help).
+	run --config "$root/tools/borrowd.conf" --help
+	check "tools/borrowd.conf parses" '[[ $rc -eq 0 ]]'
+	awk '/borrowd.conf: \|/ { on = 1; next } on && !/^    / { exit } on { print substr($0, 5) }' \
+		"$root/deploy/borrowd-daemonset.yaml" >"$tmp/daemonset.conf"
+	run --config "$tmp/daemonset.conf" --help
+	check "the DaemonSet's borrowd.conf parses" '[[ $rc -eq 0 && -s $tmp/daemonset.conf ]]'
 	run --config /no/such/file
 	check "a missing config file: exit 2" '[[ $rc -eq 2 && $out == *"No such file"* ]]'
 	printf 'interval_ms = 50\nbogus = 1\n' >"$tmp/bad-key.conf"
@@ -60,7 +69,7 @@ host_tests() {
 	local a
 	for a in "--interval-ms 0" "--interval-ms x" "--scan-ms -1" "--engines docker" \
 		"--worker 0:/x" "--worker abc" "--worker 1:" "--duration 0" "--bogus" "extra" \
-		"--daemon a/b" "--daemon waytoolongprocessname"; do
+		"--daemon a/b" "--daemon waytoolongprocessname" "--pod-logs relative/dir"; do
 		# shellcheck disable=SC2086 # split on purpose
 		run $a
 		check "borrowd $a: exit 2" '[[ $rc -eq 2 ]]'
@@ -186,6 +195,7 @@ guest_tests() {
 	kill -TERM "$bpid"
 	wait "$bpid"
 	thread_rule_tests
+	pod_log_tests
 	pace_tests
 }
 
@@ -289,6 +299,68 @@ thread_rule_tests() {
 	info "thread rule: charged vs the daemon's own account, a and b: ${dev} %"
 	check "each client is charged the daemon's own account of it, within 10 %" \
 		'python3 -c "import sys; sys.exit(any(abs(float(x)) > 10 for x in \"$dev\".split()))"'
+}
+
+# The thread rule through a pod's log file, as containerd's CRI plugin
+# writes it: the daemon's thread writes the file (2 ms of CPU per line, a
+# line every 10 ms) and reads nothing of the container's; the file's path
+# names no container, kubelet's link to it in --pod-logs does.
+writer_py='
+import os, signal, sys, time
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+while not os.path.exists(sys.argv[2]) and not stop:
+    time.sleep(0.05)
+while not stop:
+    os.write(fd, b"line\n")
+    end = time.thread_time() + 0.002
+    while time.thread_time() < end:
+        pass
+    time.sleep(0.008)
+'
+
+pod_log_tests() {
+	local id=cccccccccccc0000000000000000000000000000000000000000000000000003
+	local task=$tmp/run/containerd/io.containerd.runtime.v2.task/k8s.io log dpid bpid r0 r1 c0 c1 cpu share
+	make_group cgbd-pod 50000
+	# The container: its init process in its group (containerd's layout).
+	bash -c 'echo $BASHPID >"$1/cgroup.procs"; exec sleep 600' _ "$(cpu_root)/cgbd-pod" &
+	pids+=("$!")
+	mkdir -p "$task/$id" "$tmp/pods/default_p_uid-p/c" "$tmp/containers"
+	echo "$!" >"$task/$id/init.pid"
+	log=$tmp/pods/default_p_uid-p/c/0.log
+	: >"$log"
+	ln -s "$log" "$tmp/containers/p_default_c-$id.log"
+	python3 -c "$writer_py" "$log" "$tmp/pod-go" &
+	dpid=$!
+	pids+=("$dpid")
+	echo "$dpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
+	CGBORROW_RUNDIR=$tmp/run "$bin" --engines none --daemon "$dpid" --scan-ms 200 \
+		--pod-logs "$tmp/containers" >"$tmp/borrowd4.log" 2>&1 &
+	bpid=$!
+	pids+=("$bpid")
+	wait_for "$tmp/borrowd4.log" "container cccccccccccc go to /cgbd-pod" && rc=0 || rc=1
+	out=$(cat "$tmp/borrowd4.log")
+	check "--pod-logs: a log file kubelet links to maps to its container's group" '[[ $rc -eq 0 ]]'
+	c0=$(charged cgbd-pod)
+	r0=$(runtime "$dpid")
+	touch "$tmp/pod-go"
+	sleep 2
+	kill -STOP "$dpid"
+	r1=$(runtime "$dpid")
+	sleep 0.3
+	kill -TERM "$bpid"
+	wait "$bpid"
+	c1=$(charged cgbd-pod)
+	kill -TERM "$dpid"
+	kill -CONT "$dpid"
+	wait "$dpid"
+	cpu=$(((r1 - r0) / 1000))
+	share=$(python3 -c "print(f'{100 * ($c1 - $c0) / max($cpu, 1):.1f}')")
+	info "pod log: the writer's CPU ${cpu} us, charged $((c1 - c0)) us: ${share} %"
+	check "a daemon thread that only writes a pod's log file is charged to the pod (80 to 101 %)" \
+		'python3 -c "import sys; sys.exit(not ($cpu > 100000 and 80 <= $share <= 101))"'
 }
 
 # --pace: a busy worker charged to a client with a quota of 50 % of a CPU
