@@ -7,7 +7,7 @@
 # "# info:" lines.
 #
 #   run-in-guest.sh [--runtime runc|crun] [--cgroup-manager cgroupfs|systemd]
-#                   [--stock-kernel] [--only LIST]
+#                   [--stock-kernel] [--only LIST] [--skip LIST]
 #
 # On the patched kernel: the logger charges the container (modes process,
 # thread, off; thread mode most of the logger's CPU, next to the paper's),
@@ -23,17 +23,19 @@
 # --stock-kernel (no cpu.cfs.borrowing_us): the logger logs everything and
 # warns about nothing. --only runs the sections of a comma-separated list
 # (charge, thread, logs, tail, restart, flood, inject, vanish, idle,
-# parent, config, throughput, escape).
+# parent, config, throughput, escape); --skip leaves out those of its list.
+# Each section's time is an "# info:" line.
 set -uo pipefail
 
-runtime=runc manager=cgroupfs stock=0 only=
+runtime=runc manager=cgroupfs stock=0 only="" skip=""
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--runtime) runtime=$2; shift 2 ;;
 	--cgroup-manager) manager=$2; shift 2 ;;
 	--stock-kernel) stock=1; shift ;;
 	--only) only=$2; shift 2 ;;
-	-h | --help) sed -n '4,26p' "$0" | cut -c3-; exit 0 ;;
+	--skip) skip=$2; shift 2 ;;
+	-h | --help) awk 'NR > 3 && !/^#/ { exit } NR > 3' "$0" | cut -c3-; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -53,8 +55,18 @@ check() {
 	fi
 }
 info() { echo "# info: $*"; }
-# section NAME: whether to run the section NAME (--only LIST).
-section() { [[ -z $only || ,$only, == *,"$1",* ]]; }
+# section NAME: whether to run the section NAME (--only, --skip); the
+# time of the one before.
+section_name="" section_start=0
+section() {
+	[[ -z $only || ,$only, == *,"$1",* ]] && [[ ,$skip, != *,"$1",* ]] || return 1
+	section_end
+	section_name=$1 section_start=$SECONDS
+}
+section_end() {
+	[[ -z $section_name ]] || info "section $section_name: $((SECONDS - section_start)) s"
+	section_name=""
+}
 
 quota_run() {
 	cs_run -d --cpuset-cpus 0 --cpu-quota 50000 --cpu-period 100000 "$@"
@@ -613,6 +625,8 @@ if section escape; then
 	done
 	rmdir "$victim"
 fi
+
+section_end
 
 # --- no warning ------------------------------------------------------------
 # On the patched kernel nothing the logging processes met above is a reason
