@@ -30,6 +30,10 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # charge of all of A twice over still fails.
 B_OVER_A_TOLERANCE_PTS = 1.0
 B_OVER_A_TOLERANCE_US = 50_000
+# borrowd (the engines part) charges every 100 ms what its workers used
+# since its last round: a round of work from before the window can land in
+# it (measured 119 ms over A in a 4.3 s window, the quick tier).
+BORROWD_ROUND_US = 100_000
 # A token charge: process mode charges at least half of a busy logging
 # process's CPU (a correct run charges all of it).
 TOKEN_FRACTION = 0.5
@@ -197,7 +201,8 @@ def check_engines(tap: Tap, d: Path, label: str) -> None:
             a, b = int(x["worker_ns"]) / 1000, int(x["charged_us"])
             if x["mode"] == "off" and b != 0:
                 return f"{x['engine']}: charged {b} µs without borrowd"
-            limit = a + B_OVER_A_TOLERANCE_PTS / 100 * int(x["wall_us"]) + B_OVER_A_TOLERANCE_US
+            slack = B_OVER_A_TOLERANCE_PTS / 100 * int(x["wall_us"]) + B_OVER_A_TOLERANCE_US
+            limit = a + slack + BORROWD_ROUND_US
             if x["mode"] == "borrowd" and not 0 < b <= limit:
                 return f"{x['engine']}: borrowd charged {b} µs of the worker's {a:.0f}"
         return True
