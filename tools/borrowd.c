@@ -662,7 +662,6 @@ static void scan_pod_logs(void)
 	size_t len;
 	DIR *dir;
 
-	nr_pod_logs = 0;
 	dir = opendir(opt.pod_logs);
 	if (!dir)
 		return;
@@ -714,9 +713,13 @@ static void scan_daemon_fds(void)
 	ssize_t len;
 	DIR *dir;
 
+	/* What the descriptors are compared with: only if a daemon has any. */
 	nr_containers = 0;
-	bcg_for_each_container(collect_container, NULL);
-	scan_pod_logs();
+	nr_pod_logs = 0;
+	if (nr_daemons) {
+		bcg_for_each_container(collect_container, NULL);
+		scan_pod_logs();
+	}
 	for (int i = 0; i < nr_clients; i++)
 		clients[i].seen = false;
 	for (int d = 0; d < nr_daemons; d++) {
