@@ -292,12 +292,9 @@ ensure_packages "${ENGINE_PACKAGES[@]}"
 "$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v2 -- \
 	tools/tests/engines-in-guest.sh --tap --seconds 3 podman docker cri 2>&1 |
 	grep -v 'level=' >"$results/tools-engines.tap" || true
-if ! grep -qE '^1\.\.[0-9]+$' "$results/tools-engines.tap"; then
-	tail -30 "$results/tools-engines.tap"
-	echo "not ok 999 engines: the run ended early (above: the last lines it wrote)" | tee -a "$results/tools-engines.tap"
-elif grep -q '^not ok' "$results/tools-engines.tap"; then
-	tail -30 "$results/tools-engines.tap"
-fi
+grep -qE '^1\.\.[0-9]+$' "$results/tools-engines.tap" ||
+	echo "not ok 999 engines: the run ended early (the last lines it wrote: above)" >>"$results/tools-engines.tap"
+! grep -q '^not ok' "$results/tools-engines.tap" || tail -30 "$results/tools-engines.tap"
 
 # --- 8. the noisy-logging study, quick tier: the pipeline end to end ------
 log "experiments/noisy_logging.sh --quick"
