@@ -63,6 +63,15 @@ ENGINE_PACKAGES=(podman conmon docker.io)
 # and what the images are made of.
 CONTAINER_PACKAGES=(containerd runc crun busybox-static sysbench)
 
+# The packages whose services the host must not run: the guest runs the
+# engines from the host's files. When ensure_packages installs one (asked
+# for or as a dependency) its services are not started (a policy-rc.d for
+# the install, where the machine has none) and are left disabled; a package
+# installed before is left as it is.
+HOST_SERVICES_OFF_PACKAGES=(docker.io containerd podman)
+POLICY_RC_D=/usr/sbin/policy-rc.d
+POLICY_RC_D_MARK="written by cfs-borrowing's scripts/lib.sh for one apt-get install"
+
 log() { printf '[%s] %s\n' "${0##*/}" "$*" >&2; }
 die() { printf '[%s] error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
@@ -79,10 +88,41 @@ hierarchies_arg() {
 # now_s: seconds since the epoch, for timing steps.
 now_s() { date +%s; }
 
+# installed PKG: is the Debian package PKG installed?
+installed() { dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q '^install ok installed'; }
+
+# host_services_off PKG...: disable (and stop, under systemd) the services
+# of the installed packages PKG..., which the host does not need.
+host_services_off() {
+	local pkg f units=() scripts=()
+	for pkg in "$@"; do
+		while read -r f; do
+			case $f in
+			*/systemd/system/*@.*) ;;
+			*/systemd/system/*.service | */systemd/system/*.socket | */systemd/system/*.timer) units+=("${f##*/}") ;;
+			/etc/init.d/*) scripts+=("${f##*/}") ;;
+			esac
+		done < <(dpkg-query -L "$pkg" 2>/dev/null)
+	done
+	[[ ${#units[@]} -gt 0 || ${#scripts[@]} -gt 0 ]] || return 0
+	if [[ ${#units[@]} -gt 0 ]] && command -v systemctl >/dev/null; then
+		if [[ -d /run/systemd/system ]]; then
+			systemctl disable --now "${units[@]}" >/dev/null 2>&1 || true
+		else
+			systemctl disable "${units[@]}" >/dev/null 2>&1 || true
+		fi
+	fi
+	for f in "${scripts[@]}"; do
+		update-rc.d "$f" disable >/dev/null 2>&1 || true
+	done
+	log "not running on this machine, and disabled: ${units[*]} ${scripts[*]} (the guest runs them; systemctl enable --now UNIT turns one on)"
+}
+
 # ensure_packages PKG...: install the Debian packages that are missing.
-# Idempotent: only calls apt when something is missing.
+# Idempotent: only calls apt when something is missing. The services of
+# HOST_SERVICES_OFF_PACKAGES it installs stay off (see there).
 ensure_packages() {
-	local missing=() pkg name want
+	local missing=() pkg name want off_before=() off_now=() policy=0 rc=0
 	for pkg in "$@"; do
 		name=${pkg%%=*}
 		want=""
@@ -94,6 +134,16 @@ ensure_packages() {
 	done
 	[[ ${#missing[@]} -eq 0 ]] && return 0
 	[[ $(id -u) -eq 0 ]] || die "need root to install: ${missing[*]}"
+	# Left by an install that was interrupted.
+	grep -qs "$POLICY_RC_D_MARK" "$POLICY_RC_D" && rm -f "$POLICY_RC_D"
+	for pkg in "${HOST_SERVICES_OFF_PACKAGES[@]}"; do
+		installed "$pkg" || off_before+=("$pkg")
+	done
+	if [[ ${#off_before[@]} -gt 0 && ! -e $POLICY_RC_D ]]; then
+		printf '#!/bin/sh\n# %s\nexit 101\n' "$POLICY_RC_D_MARK" >"$POLICY_RC_D"
+		chmod 0755 "$POLICY_RC_D"
+		policy=1
+	fi
 	log "installing: ${missing[*]}"
 	# An old or missing package index makes apt fail to find packages.
 	if [[ ! -f /var/lib/apt/periodic/cfsb-updated ]] ||
@@ -102,7 +152,13 @@ ensure_packages() {
 		mkdir -p /var/lib/apt/periodic && touch /var/lib/apt/periodic/cfsb-updated
 	fi
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		"${missing[@]}" >/dev/null
+		"${missing[@]}" >/dev/null || rc=$?
+	((policy)) && rm -f "$POLICY_RC_D"
+	for pkg in "${off_before[@]}"; do
+		installed "$pkg" && off_now+=("$pkg")
+	done
+	[[ ${#off_now[@]} -eq 0 ]] || host_services_off "${off_now[@]}"
+	[[ $rc -eq 0 ]] || die "apt-get install failed (exit $rc): ${missing[*]}"
 }
 
 # ensure_kernel_source: the selected base's source tarball is at
