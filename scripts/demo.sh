@@ -25,7 +25,8 @@ too) and prints where the report and the plots are.
 
 --kernel-only  no containers: scripts/demo-in-guest.sh shows a CPU hog with
                a 50 ms / 100 ms quota, alone, while charged 20 ms per period
-               through cpu.cfs.borrowing_us, and after a 300 ms charge.
+               through cpu.cfs.borrowing_us, and after a 300 ms charge (on
+               each hierarchy of --cgroup: v2, then v1, by default).
 --no-study     skip the quick study.
 EOF
 }

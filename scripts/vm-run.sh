@@ -9,7 +9,7 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [--kernel BZIMAGE] [--cgroup v1|v2] [--init bash|systemd] [--cpus N]
                 [--mem SIZE] [--timeout SEC] [--accel tcg|kvm] [--arch x86_64|arm64]
-                [--host-cpus LIST] [--icount SHIFT] -- CMD [ARG...]
+                [--host-cpus LIST] [--icount SHIFT] [--keep-log] -- CMD [ARG...]
 
 Boots the kernel in QEMU and runs CMD as root in the guest, in the project
 checkout ($CFSB_ROOT), which the guest sees read-write at the same path.
