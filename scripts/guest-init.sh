@@ -3,7 +3,59 @@
 # host's /, read-only, over virtio-9p. This sets up a minimal system, runs the
 # command vm-run.sh left in $CFSB_RUNDIR, records its exit status there and
 # powers off. The kernel passes CFSB_* from its command line as environment.
+#
+# It runs in that role only: as PID 1 of a kernel whose command line names
+# it as init=, with CFSB_RUNDIR and CFSB_REPO from that command line.
+# Anywhere else (another machine's root, a child process, even in the guest)
+# it refuses before doing anything: it mounts tmpfs over /tmp, /run, /var/lib,
+# /var/log and /root and powers the machine off. It writes /run/cfsb-guest
+# (the boot's id), by which scripts/guest-check.sh knows the guest.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+usage() {
+	cat <<EOF
+Usage: ${0##*/} [-h|--help]
+
+The init (PID 1) of the guest that scripts/vm-run.sh boots (it passes
+init=CHECKOUT/scripts/guest-init.sh and CFSB_RUNDIR, CFSB_REPO, CFSB_CGROUP,
+CFSB_INIT on the kernel command line); not to be run by hand. It mounts
+/proc, /sys, /dev, tmpfs on /tmp, /run, /var/tmp, /var/lib, /var/log,
+/var/cache and /root, the run directory and the checkout over virtio-9p,
+and the cgroup hierarchy (v1 or v2); runs the command in
+\$CFSB_RUNDIR/command (itself, or as the only unit of systemd's target with
+CFSB_INIT=systemd), records its exit status and powers the machine off.
+Anywhere else (not PID 1, or not the init= of the kernel command line) it
+refuses, doing nothing, and exits 3.
+EOF
+}
+
+# refuse WHY: say why this is not the guest's PID 1 and exit, having done
+# nothing (or undone the /proc mount that told).
+refuse() {
+	echo "${0##*/}: refusing to run: $*; it is the init of the guest that scripts/vm-run.sh boots and runs nowhere else (it would mount over /tmp, /run, /var and /root and power the machine off)" >&2
+	exit 3
+}
+
+case ${1:-} in
+-h | --help) usage; exit 0 ;;
+esac
+[[ $$ -eq 1 ]] || refuse "not PID 1 (PID $$)"
+[[ -n ${CFSB_RUNDIR:-} && -n ${CFSB_REPO:-} ]] ||
+	refuse "no CFSB_RUNDIR and CFSB_REPO from the kernel command line"
+# The kernel starts init without /proc: mount it to read the command line.
+# Until then /proc is a directory of the root file system, on the same
+# device as / (over virtio-9p from the host's /, it shows the host's /proc,
+# and statfs says "proc").
+proc_mounted=0
+if [[ $(stat -c %d /proc) == "$(stat -c %d /)" ]]; then
+	mount -t proc proc /proc || refuse "cannot mount /proc to read the kernel command line"
+	proc_mounted=1
+fi
+read -r kernel_cmdline </proc/cmdline || kernel_cmdline=""
+if [[ " $kernel_cmdline " != *" init=$0 "* ]]; then
+	((proc_mounted)) && umount /proc
+	refuse "the kernel command line does not name $0 as init"
+fi
 export HOME=/root LANG=C.UTF-8 TERM=dumb
 
 poweroff_now() {
@@ -21,7 +73,6 @@ fail() {
 	exit 1
 }
 
-mount -t proc proc /proc || fail "cannot mount /proc"
 mount -t sysfs sysfs /sys
 mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts /dev/shm
@@ -33,6 +84,9 @@ for dir in /tmp /run /var/tmp /var/lib /var/log /var/cache /root; do
 	mount -t tmpfs -o mode=0755 tmpfs "$dir" || fail "cannot mount tmpfs on $dir"
 done
 chmod 1777 /tmp /var/tmp
+# The mark of this guest, for scripts/guest-check.sh: this boot's id on a
+# /run of its own.
+cat /proc/sys/kernel/random/boot_id >/run/cfsb-guest || fail "cannot write /run/cfsb-guest"
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true
 
 # The run directory and the checkout, read-write, at the host's paths.
