@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
 """Check a noisy_logging.sh run end to end, and its numbers' sanity; TAP.
 
-The pipeline: every VM wrote its plan and every cell of it, sysbench reported
-every run, the report, the summary and the plots exist for what was
-measured. The numbers, within what no correct run can miss (the targets are
-the report's business): the charged part B of the logging process's CPU A
-is at most A (plus the lag of charges at the window's edges); `off`, `incg`
-and the stock kernel charge nothing, `process` charges more than a token
-amount; sysbench's ratios to its baseline lie in (0, 1.2]; in experiment 2,
-charging in process mode leaves sysbench at least the CPU share that `off`
-leaves it (within the spread), and more where a noisy container floods with
-`yes`. Works on the older layout (DIR/raw/<vm>/) as on DIR/raw/<run>/<vm>/.
+The run: every VM of its plan (run.json: boots, overhead boots, engines)
+ran and exited 0, on the clock run.json names; the baseline ran the stock
+kernel with stock nerdctl, the other VMs the patched ones; every VM wrote
+its plan and every cell of it, the boots of one configuration the same
+cells; sysbench's logs hold the rates the CSV has. The report and the
+summary are what the raw data give (regenerated and compared: nothing
+edited by hand), the plots are the report's and nothing else.
+
+The numbers, within what no correct run can miss (the targets are the
+report's business): the charged part B of a logging process's CPU A is A
+within the stated resolution (noisy_logging_report.B_RESOLUTION_*) in
+process mode, at most A plus it in every mode; `off`, `incg` and the stock
+kernel charge nothing; borrowd charges an engine's worker at least what
+the engines test asks; sysbench's ratios to its baseline lie in (0, 1.2];
+in experiment 2 charging in process mode leaves sysbench at least what
+`off` leaves it, clearly more where a noisy container floods with `yes`;
+at N = 1 the patched kernel is not resolved slower than the stock one.
 """
 
 from __future__ import annotations
@@ -18,28 +25,42 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import noisy_logging_report as report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-# B may exceed A by what the two cannot resolve: A is a process's CPU time
-# in 10 ms ticks (/proc/PID/stat, read at each end of the window) and the
-# logger charges what it used since its last charge, which may fall just
-# inside the window; measured up to 48 ms over 2 s (the quick tier). A
-# charge of all of A twice over still fails.
-B_OVER_A_TOLERANCE_PTS = 1.0
-B_OVER_A_TOLERANCE_US = 50_000
+# B against A, per logging process: the report's stated resolution.
+B_PTS = report.B_RESOLUTION_PTS
+B_US = report.B_RESOLUTION_US
 # borrowd (the engines part) charges every 100 ms what its workers used
 # since its last round: a round of work from before the window can land in
 # it (measured 119 ms over A in a 4.3 s window, the quick tier).
 BORROWD_ROUND_US = 100_000
-# A token charge: process mode charges at least half of a busy logging
-# process's CPU (a correct run charges all of it).
-TOKEN_FRACTION = 0.5
-# Process mode's CPU-share ratio may fall short of off's by the noise of one
-# cell (both are near 1 where the noisy containers log little).
-CPU_RATIO_NOISE = 0.05
+# The least share of a busy worker's CPU borrowd charges, as the engines
+# test asks it (tools/tests/engines-in-guest.sh --tap): a worker per
+# container (the process rule) 85 %, dockerd 50 %, containerd's CRI plugin
+# 25 % (the thread rule).
+BORROWD_FLOOR = {"podman": 0.85, "nerdctl": 0.85, "docker": 0.50, "cri": 0.25}
+# A busy logging process or worker: a tenth of a CPU or more.
+BUSY = 0.1
+# Process mode's ratios may fall short of off's by no more than this (runs
+# on the instruction clock agree to 0.01 %, boots to 0.2 %; charging's
+# effect in the kept run is 0.19 or more in every cell and boot); with cmd2
+# (yes) off leaves sysbench about half, and process mode must win by more.
+RATIO_NOISE = 0.01
+CMD2_GAIN = 0.05
+# The N = 1 overhead: a regression is a delta whose 95 % interval lies
+# wholly below -TARGET_OVERHEAD_PCT, or without an interval (one boot per
+# kernel) a delta below -OVERHEAD_NOISE_PCT (boots agree to 0.2 %).
+OVERHEAD_NOISE_PCT = 0.5
+RATE = re.compile(r"events per second:\s*([0-9.]+)")
 
 
 def rows(path: Path) -> list[dict[str, str]]:
@@ -66,22 +87,156 @@ class Tap:
             print(f"not ok {self.n} {name}" + (f" # {result}" if isinstance(result, str) else ""))
 
 
+def first_bad(bad: list[str]) -> bool | str:
+    return True if not bad else "; ".join(bad[:3]) + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else "")
+
+
 def is_stock(d: Path) -> bool:
     return d.name.startswith(("stock", "n1-stock"))
 
 
-def check_vm(tap: Tap, d: Path, label: str) -> None:
-    meta = json.loads((d / "meta.json").read_text())
+def tolerance(wall_us: int, loggers: int) -> float:
+    return B_PTS / 100 * wall_us + max(loggers, 1) * B_US
+
+
+# --- the run -------------------------------------------------------------------------
+
+
+def planned(run: dict[str, Any], hiers: list[str]) -> set[str]:
+    """The VMs noisy_logging.sh's vm_plan starts for run.json's parameters."""
+    parts = set(str(run.get("parts", "")).split(","))
+    names = set()
+    for b in range(1, int(run.get("boots", 1)) + 1):
+        for h in hiers:
+            if parts & {"exp1", "exp2", "throughput"}:
+                names.add(f"patched-{h}-b{b}")
+            if parts & {"exp1", "exp2"}:
+                names.add(f"stock-{h}-b{b}")
+    if "engines" in parts:
+        names.add("engines-v2-b1")
+    if "overhead" in parts:
+        for b in range(1, int(run.get("overhead_boots", 0)) + 1):
+            names |= {f"n1-patched-v2-b{b}", f"n1-stock-v2-b{b}"}
+    return names
+
+
+def check_run(tap: Tap, rd: Path, raw: Path) -> None:
+    label = str(rd.relative_to(raw))
+    run = json.loads((rd / "run.json").read_text())
+    vms = sorted(v for v in rd.iterdir() if v.is_dir())
+    clock = run.get("clock")
+
+    def clock_agrees() -> bool | str:
+        if clock not in report.CLOCK_NAME:
+            return f"run.json's clock {clock!r}"
+        if run.get("icount") is not None and run["icount"] != (clock == "icount"):
+            return f"run.json: clock {clock}, icount {run['icount']}"
+        if not rd.name.endswith(f".{clock}"):
+            return f"run.json's clock {clock}, the run's directory {rd.name}"
+        bad = []
+        for v in vms:
+            h = json.loads((v / "host.json").read_text()) if (v / "host.json").is_file() else {}
+            if h.get("clock") != clock:
+                bad.append(f"{v.name} ran on {h.get('clock')}")
+        return first_bad(bad)
+
+    tap.check(f"{label}: run.json's clock ({clock}) is the run's and every VM's", clock_agrees)
+
+    def exits() -> bool | str:
+        bad = []
+        for v in vms:
+            if not (v / "host.json").is_file():
+                bad.append(f"{v.name}: no host.json (it did not finish)")
+            elif (e := json.loads((v / "host.json").read_text()).get("exit")) != 0:
+                bad.append(f"{v.name}: exit {e}")
+        return first_bad(bad)
+
+    tap.check(f"{label}: every VM finished and exited 0", exits)
+
+    def plan() -> bool | str:
+        seen = {
+            json.loads((v / "meta.json").read_text())["hierarchy"] for v in vms if (v / "meta.json").is_file()
+        }
+        # (Runs from before run.json named them: the hierarchies the VMs ran.)
+        hiers = str(run.get("hierarchies", "")).split(",") if run.get("hierarchies") else sorted(seen)
+        want, have = planned(run, hiers), {v.name for v in vms}
+        bad = [f"{n} missing" for n in sorted(want - have)] + [
+            f"{n} not planned" for n in sorted(have - want)
+        ]
+        return first_bad(bad)
+
+    tap.check(
+        f"{label}: every VM of the plan is there ({run.get('boots')} boots, "
+        f"{run.get('overhead_boots')} overhead boots), and no other",
+        plan,
+    )
+
+
+def check_kernels(tap: Tap, metas: dict[Path, dict[str, Any]]) -> None:
+    patched_kernels = {m.get("kernel") for v, m in metas.items() if not is_stock(v)}
+
+    def right() -> bool | str:
+        bad = []
+        for v, m in metas.items():
+            if is_stock(v):
+                if m.get("borrowing") is not False:
+                    bad.append(f"{v.name}: borrowing {m.get('borrowing')}")
+                if not str(m.get("nerdctl", "")).startswith("stock"):
+                    bad.append(f"{v.name}: nerdctl {m.get('nerdctl')}")
+                if m.get("kernel") in patched_kernels:
+                    bad.append(f"{v.name}: kernel {m.get('kernel')}, the patched VMs'")
+            else:
+                if m.get("borrowing") is not True:
+                    bad.append(f"{v.name}: borrowing {m.get('borrowing')}")
+                if not str(m.get("nerdctl", "")).startswith("patched"):
+                    bad.append(f"{v.name}: nerdctl {m.get('nerdctl')}")
+        return first_bad(bad)
+
+    tap.check(
+        "the baseline ran the stock kernel (no cpu.cfs.borrowing_us, not the patched release) with stock "
+        "nerdctl, the other VMs the patched kernel and nerdctl",
+        right,
+    )
+
+
+def check_boots_alike(tap: Tap, metas: dict[Path, dict[str, Any]]) -> None:
+    """The boots of one configuration measured the same cells."""
+    configs: dict[tuple[str, ...], dict[str, tuple[frozenset[tuple[str, ...]], ...]]] = {}
+    for v, m in metas.items():
+        conf = (str(is_stock(v)), v.name.startswith("n1-"), m["hierarchy"], m.get("parts", ""))
+        keys = []
+        for f, cols in (("exp1.csv", ("cmd", "quota_us", "mode")), ("exp2.csv", ("n", "cmd", "mode"))):
+            keys.append(
+                frozenset(tuple(r[c] for c in cols) for r in rows(v / f))
+                if (v / f).is_file()
+                else frozenset()
+            )
+        configs.setdefault(tuple(map(str, conf)), {})[v.name] = tuple(keys)
+
+    def alike() -> bool | str:
+        bad = []
+        for boots in configs.values():
+            union = [frozenset().union(*(k[i] for k in boots.values())) for i in range(2)]
+            for name, k in boots.items():
+                for i, what in enumerate(("experiment 1", "experiment 2")):
+                    if missing := union[i] - k[i]:
+                        bad.append(
+                            f"{name}: {what} lacks {', '.join(':'.join(x) for x in sorted(missing)[:3])}"
+                        )
+        return first_bad(bad)
+
+    tap.check("the boots of each configuration measured the same cells", alike)
+
+
+# --- a VM ----------------------------------------------------------------------------
+
+
+def check_vm(tap: Tap, d: Path, label: str, meta: dict[str, Any]) -> None:
     cells = meta.get("cells")
     tap.check(f"{label}: meta.json lists the planned cells", lambda: isinstance(cells, dict))
     if not isinstance(cells, dict):
         return
     runs_per_cell = meta["sysbench_runs"]
-    if is_stock(d):
-        tap.check(
-            f"{label}: the stock kernel lacks cpu.cfs.borrowing_us",
-            lambda: meta.get("borrowing") is False or f"borrowing: {meta.get('borrowing')}",
-        )
 
     def count(file: str, want: int) -> bool | str:
         got = len(rows(d / file)) if want else 0
@@ -97,48 +252,66 @@ def check_vm(tap: Tap, d: Path, label: str) -> None:
             else "a run without events"
         ),
     )
+    if cells["exp2"]:
+        tap.check(
+            f"{label}: exp2_runs.csv's rates are sysbench's, as its logs print them", lambda: rates_logged(d)
+        )
     if cells["throughput"]:
         tap.check(
             f"{label}: throughput windows measured", lambda: count("throughput.csv", cells["throughput"])
         )
     if cells["exp1"]:
-        exp1 = rows(d / "exp1.csv")
-
-        def b_within_a() -> bool | str:
-            for r in exp1:
-                a, b = int(r["logger_us"]), int(r["charged_us"])
-                if b > a + B_OVER_A_TOLERANCE_PTS / 100 * int(r["wall_us"]) + B_OVER_A_TOLERANCE_US:
-                    return f"{r['cmd']} {r['quota_us']} {r['mode']}: B {b} > A {a}"
-            return True
-
-        def charges() -> bool | str:
-            for r in exp1:
-                a, b = int(r["logger_us"]), int(r["charged_us"])
-                uncharged = r["mode"] in ("off", "incg") or is_stock(d)
-                if uncharged and b != 0:
-                    return f"{r['cmd']} {r['mode']}: charged {b} µs with nothing to charge"
-                # A busy logging process: a tenth of a CPU or more.
-                busy = a > 0.1 * int(r["wall_us"])
-                if r["mode"] == "process" and not is_stock(d) and busy and b < TOKEN_FRACTION * a:
-                    return f"{r['cmd']} {r['quota_us']}: process mode charged {b} of {a} µs"
-            if not is_stock(d) and not any(r["mode"] == "process" and int(r["charged_us"]) > 0 for r in exp1):
-                return (
-                    "nothing charged in process mode" if any(r["mode"] == "process" for r in exp1) else True
-                )
-            return True
-
         tap.check(
-            f"{label}: experiment 1: B <= A + {B_OVER_A_TOLERANCE_PTS} pt "
-            f"+ {B_OVER_A_TOLERANCE_US // 1000} ms in every cell",
-            b_within_a,
-        )
-        tap.check(
-            f"{label}: experiment 1: off, incg and the stock kernel charge nothing, "
-            f"process charges >= {TOKEN_FRACTION:.0%} of a busy logger's CPU",
-            charges,
+            f"{label}: experiment 1: " + CHARGES_NAME, lambda: charges(d, rows(d / "exp1.csv"), lambda r: 1)
         )
     if cells["exp2"]:
+        tap.check(
+            f"{label}: experiment 2: " + CHARGES_NAME,
+            lambda: charges(d, rows(d / "exp2.csv"), lambda r: int(r["n"]) - 1),
+        )
         check_exp2(tap, d, label)
+
+
+def rates_logged(d: Path) -> bool | str:
+    per: dict[tuple[str, str, str], list[str]] = {}
+    for r in rows(d / "exp2_runs.csv"):
+        per.setdefault((r["n"], r["cmd"], r["mode"]), []).append(r["events_per_s"])
+    bad = []
+    for (n, cmd, mode), csv_rates in per.items():
+        log = d / f"sysbench-{n}-{cmd}-{mode}.log"
+        if not log.is_file():
+            bad.append(f"{log.name} missing")
+            continue
+        logged = RATE.findall(log.read_text())
+        if [float(x) for x in logged] != [float(x) for x in csv_rates]:
+            bad.append(f"{log.name}: {', '.join(logged)}; exp2_runs.csv: {', '.join(csv_rates)}")
+    return first_bad(bad)
+
+
+CHARGES_NAME = (
+    f"off, incg and the stock kernel charge nothing; B <= A + ({B_PTS:g} % of the window "
+    f"+ {B_US // 1000} ms per logging process) in every mode, B >= A - the same in process mode"
+)
+
+
+def charges(d: Path, table: list[dict[str, str]], loggers: Callable[[dict[str, str]], int]) -> bool | str:
+    bad = []
+    for r in table:
+        a, b, wall = int(r["logger_us"]), int(r["charged_us"]), int(r["wall_us"])
+        cell = " ".join(r[k] for k in ("n", "cmd", "quota_us", "mode") if k in r)
+        tol = tolerance(wall, loggers(r))
+        if (r["mode"] in ("off", "incg") or is_stock(d)) and b != 0:
+            bad.append(f"{cell}: charged {b} µs with nothing to charge")
+        elif b > a + tol:
+            bad.append(f"{cell}: B {b} µs > A {a} + {tol:.0f}")
+        elif r["mode"] == "process" and not is_stock(d) and b < a - tol:
+            bad.append(f"{cell}: process mode charged B {b} of A {a} µs (> {tol:.0f} short)")
+    if not is_stock(d):
+        process = [r for r in table if r["mode"] == "process"]
+        busy = [r for r in process if int(r["logger_us"]) > BUSY * int(r["wall_us"])]
+        if busy and not any(int(r["charged_us"]) > 0 for r in process):
+            bad.append("nothing charged in process mode")
+    return first_bad(bad)
 
 
 def check_exp2(tap: Tap, d: Path, label: str) -> None:
@@ -152,8 +325,8 @@ def check_exp2(tap: Tap, d: Path, label: str) -> None:
         for (n, cmd, mode), r in cells.items():
             if cmd == "cmd1" or n == "1":
                 continue
-            base = cells.get((n, "cmd1", mode)) or cells.get((n, "cmd1", "off"))
             bkey = (n, "cmd1", mode) if (n, "cmd1", mode) in cells else (n, "cmd1", "off")
+            base = cells[bkey]
             ev = sum(events[(n, cmd, mode)]) / len(events[(n, cmd, mode)])
             bev = sum(events[bkey]) / len(events[bkey])
             cpu = int(r["sysbench_container_us"]) / int(r["wall_us"])
@@ -162,34 +335,58 @@ def check_exp2(tap: Tap, d: Path, label: str) -> None:
         return out
 
     def in_range() -> bool | str:
-        bad = [f"N={k[0]} {k[1]} {k[2]}: {r[0]:.3f}, {r[1]:.3f}" for k, r in ratios().items()]
-        bad = [b for b, r in zip(bad, ratios().values(), strict=True) if not all(0 < x <= 1.2 for x in r)]
-        return not bad or "; ".join(bad)
+        bad = [
+            f"N={k[0]} {k[1]} {k[2]}: {r[0]:.3f}, {r[1]:.3f}"
+            for k, r in ratios().items()
+            if not all(0 < x <= 1.2 for x in r)
+        ]
+        return first_bad(bad)
 
     tap.check(f"{label}: experiment 2: events/s and CPU-share ratios within (0, 1.2]", in_range)
-    if is_stock(d):
-        return
 
-    def charging_helps() -> bool | str:
-        r = ratios()
+
+def check_process_vs_off(tap: Tap, summary: dict[str, Any]) -> None:
+    """Per group and cell, the boots' mean ratios: process mode >= off."""
+
+    def better() -> bool | str:
         bad = []
-        for (n, cmd, mode), (_, cpu) in r.items():
-            if mode != "process" or (n, cmd, "off") not in r:
-                continue
-            off = r[(n, cmd, "off")][1]
-            # cmd2 floods with yes: without charging sysbench keeps about
-            # half its share; charging must win clearly there.
-            need = off + CPU_RATIO_NOISE if cmd == "cmd2" else off - CPU_RATIO_NOISE
-            if cpu < need:
-                bad.append(f"N={n} {cmd}: process {cpu:.3f} vs off {off:.3f}")
-        return not bad or "; ".join(bad)
+        for g, gs in summary["groups"].items():
+            for k, x in gs.get("exp2", {}).items():
+                n, cmd, mode = k.split(":")
+                off = gs["exp2"].get(f"{n}:{cmd}:off")
+                if mode != "process" or cmd == "cmd1" or n == "1" or not off:
+                    continue
+                for key, what in (("ratio", "events/s"), ("cpu_ratio", "CPU share")):
+                    if x.get(key) is None or off.get(key) is None:
+                        continue
+                    need = off[key] + CMD2_GAIN if cmd == "cmd2" else off[key] - RATIO_NOISE
+                    if x[key] < need:
+                        bad.append(f"{g} N={n} {cmd} {what}: process {x[key]:.3f}, off {off[key]:.3f}")
+        return first_bad(bad)
 
-    if any(k[2] == "process" for k in cells) and any(k[2] == "off" and k[1] != "cmd1" for k in cells):
-        tap.check(
-            f"{label}: experiment 2: process mode leaves sysbench the CPU share off leaves it "
-            f"(-{CPU_RATIO_NOISE}), more with cmd2 (+{CPU_RATIO_NOISE})",
-            charging_helps,
-        )
+    tap.check(
+        f"experiment 2: process mode leaves sysbench the events/s and CPU-share ratios off leaves it "
+        f"(-{RATIO_NOISE}), more with cmd2 (+{CMD2_GAIN}), in every cell",
+        better,
+    )
+
+
+def check_overhead(tap: Tap, summary: dict[str, Any]) -> None:
+    def no_regression() -> bool | str:
+        bad = []
+        for k, x in summary.get("overhead", {}).items():
+            d, ci = x["delta_pct"], x.get("delta_ci_pct")
+            if (ci is not None and d + ci < -report.TARGET_OVERHEAD_PCT) or (
+                ci is None and d < -OVERHEAD_NOISE_PCT
+            ):
+                bad.append(f"{k}: {d:+.3f} % ± {ci if ci is None else round(ci, 3)}")
+        return first_bad(bad)
+
+    tap.check(
+        f"N = 1: the patched kernel is not slower than stock (the delta's 95 % interval not wholly below "
+        f"-{report.TARGET_OVERHEAD_PCT} %; one boot: the delta not below -{OVERHEAD_NOISE_PCT} %)",
+        no_regression,
+    )
 
 
 def check_engines(tap: Tap, d: Path, label: str) -> None:
@@ -197,17 +394,31 @@ def check_engines(tap: Tap, d: Path, label: str) -> None:
     tap.check(f"{label}: every engine measured off and with borrowd", lambda: len(r) >= 2 or f"{len(r)} rows")
 
     def charged() -> bool | str:
+        bad = []
         for x in r:
-            a, b = int(x["worker_ns"]) / 1000, int(x["charged_us"])
+            a, b, wall = int(x["worker_ns"]) / 1000, int(x["charged_us"]), int(x["wall_us"])
             if x["mode"] == "off" and b != 0:
-                return f"{x['engine']}: charged {b} µs without borrowd"
-            slack = B_OVER_A_TOLERANCE_PTS / 100 * int(x["wall_us"]) + B_OVER_A_TOLERANCE_US
-            limit = a + slack + BORROWD_ROUND_US
-            if x["mode"] == "borrowd" and not 0 < b <= limit:
-                return f"{x['engine']}: borrowd charged {b} µs of the worker's {a:.0f}"
-        return True
+                bad.append(f"{x['engine']}: charged {b} µs without borrowd")
+            if x["mode"] == "off":
+                continue
+            if b > a + tolerance(wall, 1) + BORROWD_ROUND_US:
+                bad.append(f"{x['engine']} {x['mode']}: charged {b} µs of the worker's {a:.0f}")
+            floor = BORROWD_FLOOR.get(x["engine"], 0.25)
+            # (The rounds' lag at the window's edges, as above.)
+            if a > BUSY * wall and b < floor * a - tolerance(wall, 1) - BORROWD_ROUND_US:
+                bad.append(
+                    f"{x['engine']} {x['mode']}: charged {b} µs, under {floor:.0%} of the worker's {a:.0f}"
+                )
+            if b <= 0:
+                bad.append(f"{x['engine']} {x['mode']}: nothing charged")
+        return first_bad(bad)
 
-    tap.check(f"{label}: borrowd charges the worker's CPU, at most all of it; off charges nothing", charged)
+    tap.check(
+        f"{label}: borrowd charges a busy worker's CPU, at least the engines test's share "
+        f"({', '.join(f'{e} {f:.0%}' for e, f in BORROWD_FLOOR.items())}), at most all of it; "
+        "off charges nothing",
+        charged,
+    )
 
     def throttled() -> bool | str:
         for x in r:
@@ -216,57 +427,122 @@ def check_engines(tap: Tap, d: Path, label: str) -> None:
                 return f"{x['engine']} {x['mode']}: {t} throttled of {p} periods"
         return True
 
-    # (Runs from before the columns were measured have none.)
     if r and "periods" in r[0]:
         tap.check(f"{label}: the flooding container ran periods, at most all of them throttled", throttled)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+# --- the report ----------------------------------------------------------------------
+
+
+def first_difference(a: str, b: str) -> str:
+    la, lb = a.splitlines(), b.splitlines()
+    for i, (x, y) in enumerate(zip(la, lb, strict=False)):
+        if x != y:
+            return f"line {i + 1}: {y[:120]!r}, the raw data give {x[:120]!r}"
+    return f"{len(lb)} lines, the raw data give {len(la)}"
+
+
+def same(a: Any, b: Any) -> bool:
+    """JSON values alike, floats to 1e-9 (another Python may round the last bit otherwise)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def check_report(tap: Tap, d: Path) -> dict[str, Any] | None:
+    """report.md and summary.json against what the raw data give; returns the summary."""
+    result = report.render(d / "raw", None)
+    text, summary = result if result else ("", {})
+    want_json = report.dump_summary(summary) if result else ""
+
+    def matches(name: str) -> bool | str:
+        f = d / name
+        if not result or not f.is_file():
+            return "no raw data" if not result else "missing"
+        have = f.read_text()
+        if name == "report.md":
+            return have == text or first_difference(text, have)
+        return same(json.loads(want_json), json.loads(have)) or first_difference(want_json, have)
+
+    for name in ("report.md", "summary.json"):
+        tap.check(
+            f"{name} is what noisy_logging_report.py makes of raw/ (nothing edited by hand)",
+            lambda name=name: matches(name),
+        )
+    return summary if result else None
+
+
+def check_plots(tap: Tap, d: Path, metas: list[dict[str, Any]]) -> None:
+    text = (d / "report.md").read_text() if (d / "report.md").is_file() else ""
+    shown = set(re.findall(r"\]\((plots/[^)]+\.png)\)", text))
+    have = {str(p.relative_to(d)) for p in (d / "plots").glob("*.png")} if (d / "plots").is_dir() else set()
+    hiers = {m["hierarchy"] for m in metas if m["cells"]["exp1"] or m["cells"]["exp2"] > 1}
+
+    def plots() -> bool | str:
+        bad = [f"{p} missing" for p in sorted(shown - have)]
+        bad += [
+            f"{p}: not a PNG image" for p in sorted(shown & have) if (d / p).read_bytes()[:8] != PNG_MAGIC
+        ]
+        bad += [f"{p}: in no report (stale)" for p in sorted(have - shown)]
+        bad += [f"no plot for cgroup {h}" for h in sorted(hiers) if not any(f"_{h}" in p for p in shown)]
+        return first_bad(bad)
+
+    tap.check("the plots are the report's: each a PNG image, one per hierarchy measured, none stale", plots)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("dir", type=Path, help="the results directory of noisy_logging.sh")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     raw = args.dir / "raw"
     tap = Tap()
     print("TAP version 13")
-    run_dirs = [raw, *sorted(p for p in raw.iterdir() if (p / "run.json").exists())] if raw.is_dir() else []
-    vms = [v for rd in run_dirs for v in sorted(rd.iterdir()) if v.is_dir() and v not in run_dirs]
+    entries = sorted(p for p in raw.iterdir() if p.is_dir()) if raw.is_dir() else []
+    run_dirs = [p for p in entries if (p / "run.json").is_file()]
+    tap.check(
+        "raw/ holds runs, each with its run.json",
+        lambda: (
+            (bool(run_dirs) and run_dirs == entries)
+            or f"{[p.name for p in entries if p not in run_dirs] or 'nothing'} under {raw}"
+        ),
+    )
+    vms = [v for rd in run_dirs for v in sorted(rd.iterdir()) if v.is_dir()]
     label = {v: str(v.relative_to(raw)) for v in vms}
-    measured = [v for v in vms if (v / "meta.json").is_file() or (v / "engines.csv").is_file()]
-    tap.check("the run wrote raw data", lambda: bool(measured) or f"nothing under {raw}")
+    for rd in run_dirs:
+        check_run(tap, rd, raw)
+    metas: dict[Path, dict[str, Any]] = {}
     for v in vms:
         if (v / "engines.csv").is_file():
             check_engines(tap, v, label[v])
             continue
         tap.check(f"{label[v]}: the guest wrote its plan", lambda v=v: (v / "meta.json").is_file())
         if (v / "meta.json").is_file():
-            check_vm(tap, v, label[v])
-    metas = [json.loads((v / "meta.json").read_text()) for v in vms if (v / "meta.json").is_file()]
-    report = (args.dir / "report.md").read_text() if (args.dir / "report.md").exists() else ""
+            metas[v] = json.loads((v / "meta.json").read_text())
+            check_vm(tap, v, label[v], metas[v])
+    if metas:
+        check_kernels(tap, metas)
+        check_boots_alike(tap, metas)
+    text = (args.dir / "report.md").read_text() if (args.dir / "report.md").exists() else ""
     want = []
-    if any(m["cells"]["exp1"] for m in metas):
+    if any(m["cells"]["exp1"] for m in metas.values()):
         want.append("### Experiment 1")
-    if any(m["cells"]["exp2"] > 1 for m in metas):
+    if any(m["cells"]["exp2"] > 1 for m in metas.values()):
         want.append("### Experiment 2")
     tap.check(
         f"report.md has {', '.join(w[4:] for w in want) or 'its header'}",
-        lambda: (report and all(w in report for w in want)) or "missing",
+        lambda: (text and all(w in text for w in want)) or "missing",
     )
-    tap.check(
-        "summary.json has the hierarchies' numbers",
-        lambda: "hierarchies" in json.loads((args.dir / "summary.json").read_text()),
-    )
-    hiers = {m["hierarchy"] for m in metas if m["cells"]["exp1"] or m["cells"]["exp2"] > 1}
-    plots = sorted((args.dir / "plots").glob("*.png"))
-    tap.check(
-        "the plots are PNG images, A/B/C bars or ratios vs N for every hierarchy measured",
-        lambda: (
-            (
-                all(any(f"_{h}" in p.name for p in plots) for h in hiers)
-                and all(p.read_bytes()[:8] == PNG_MAGIC for p in plots)
-            )
-            or f"{[p.name for p in plots]}"
-        ),
-    )
+    summary = check_report(tap, args.dir)
+    if summary is not None:
+        check_process_vs_off(tap, summary)
+        check_overhead(tap, summary)
+    check_plots(tap, args.dir, list(metas.values()))
     print(f"1..{tap.n}")
     return 1 if tap.failed else 0
 

@@ -391,8 +391,8 @@ started=$(now_s)
 RESUMED=()
 run_vms
 log "measured in $(hms $(($(now_s) - started)))"
-printf '{"tier": "%s", "parts": "%s", "seconds": %d, "host_cpus": %d, "clock": "%s", "icount": %s, "boots": %d, "overhead_boots": %d, "engines": "%s", "resumed": "%s", "resumed_after_s": %d}\n' \
+printf '{"tier": "%s", "parts": "%s", "seconds": %d, "host_cpus": %d, "clock": "%s", "icount": %s, "boots": %d, "overhead_boots": %d, "engines": "%s", "hierarchies": "%s", "resumed": "%s", "resumed_after_s": %d}\n' \
 	"$tier" "$parts" $((previous_s + $(now_s) - started)) "$(nproc)" "$clock" "$( ((wall)) && echo false || echo true)" \
-	"$boots" "$ov_boots" "$engines" "${RESUMED[*]}" "$previous_s" >"$raw/run.json"
+	"$boots" "$ov_boots" "$engines" "$(IFS=,; echo "${HIERARCHIES[*]}")" "${RESUMED[*]}" "$previous_s" >"$raw/run.json"
 report
 log "report: ${out#"$CFSB_ROOT"/}/report.md, plots: ${out#"$CFSB_ROOT"/}/plots/"

@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""check_noisy_logging.py on a kept run, and on corrupted copies of it; TAP.
+
+Usage: test_check_noisy_logging.py [--run DIR] [--check FILE] [--any-failure]
+
+The first test: the check passes on the kept run (DIR, default
+experiments/results/full). Then each test copies the run into a temporary
+directory, damages the copy one way (charges, cells, boots, exits, logs,
+kernels, clocks, the report), rewrites report.md and summary.json from the
+damaged raw data where a real run would have written them so (only the
+hand-edit tests leave them stale), and passes if the check fails on it
+with the failure that names the damage (a `not ok` line holding the
+expected words). --check runs another version of the check (e.g. an older
+one from git); --any-failure counts any failure as caught (for a check
+whose test names differ). No VM, a few seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import noisy_logging_report as report
+
+HERE = Path(__file__).resolve().parent
+
+Row = dict[str, str]
+
+
+class Copy:
+    """A kept run's copy: raw/ (one run), report.md, summary.json, plots/."""
+
+    def __init__(self, src: Path, dst: Path) -> None:
+        self.root = dst
+        for name in ("raw", "plots"):
+            if (src / name).is_dir():
+                shutil.copytree(src / name, dst / name)
+        for name in ("report.md", "summary.json"):
+            if (src / name).is_file():
+                shutil.copy2(src / name, dst / name)
+        (self.run,) = [d for d in (dst / "raw").iterdir() if d.is_dir()]
+
+    def vm(self, name: str) -> Path:
+        return self.run / name
+
+    def edit_csv(self, path: Path, change: Callable[[Row], Row | None]) -> int:
+        """Rewrites path with change applied to every row (None: the row
+        goes); returns how many rows it changed or removed."""
+        with path.open() as f:
+            reader = csv.DictReader(f)
+            fields, old = reader.fieldnames or [], list(reader)
+        new, changed = [], 0
+        for r in old:
+            r2 = change(dict(r))
+            changed += r2 != r
+            if r2 is not None:
+                new.append(r2)
+        with path.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
+            w.writeheader()
+            w.writerows(new)
+        assert changed, f"nothing changed in {path}"
+        return changed
+
+    def edit_json(self, path: Path, change: Callable[[dict], None]) -> None:
+        data = json.loads(path.read_text())
+        change(data)
+        path.write_text(json.dumps(data) + "\n")
+
+    def scale_rates(self, vm: str, keep: Callable[[Row], bool], factor: float) -> None:
+        """sysbench's rates of the matching runs times factor, in
+        exp2_runs.csv and in sysbench's logs alike."""
+        d = self.vm(vm)
+        scaled: dict[tuple[str, str, str], dict[int, str]] = {}
+
+        def change(r: Row) -> Row:
+            if keep(r):
+                r["events_per_s"] = f"{float(r['events_per_s']) * factor:.2f}"
+                scaled.setdefault((r["n"], r["cmd"], r["mode"]), {})[int(r["run"])] = r["events_per_s"]
+            return r
+
+        self.edit_csv(d / "exp2_runs.csv", change)
+        for (n, cmd, mode), runs in scaled.items():
+            log = d / f"sysbench-{n}-{cmd}-{mode}.log"
+            parts = re.split(r"(events per second:\s*)([0-9.]+)", log.read_text())
+            # parts: text, (label, rate, text)...: the i-th rate is run i.
+            for i in runs:
+                parts[3 * i - 1] = runs[i]
+            log.write_text("".join(parts))
+
+    def regenerate(self) -> None:
+        """report.md and summary.json as the report script writes them from raw/."""
+        result = report.render(self.root / "raw", None)
+        assert result is not None
+        text, summary = result
+        (self.root / "report.md").write_text(text)
+        (self.root / "summary.json").write_text(report.dump_summary(summary))
+
+
+# --- the damage ------------------------------------------------------------------------
+
+
+def partial_charging(c: Copy) -> None:
+    for vm in ("patched-v2-b1", "patched-v2-b2", "patched-v1-b1", "patched-v1-b2"):
+        for f in ("exp1.csv", "exp2.csv"):
+
+            def sixty(r: Row) -> Row:
+                if r["mode"] == "process":
+                    r["charged_us"] = str(round(0.6 * int(r["logger_us"])))
+                return r
+
+            c.edit_csv(c.vm(vm) / f, sixty)
+
+
+def over_charging(c: Copy) -> None:
+    def over(r: Row) -> Row:
+        if (r["cmd"], r["quota_us"], r["mode"]) == ("yes", "50000", "process"):
+            tol = report.B_RESOLUTION_PTS / 100 * int(r["wall_us"]) + report.B_RESOLUTION_US
+            r["charged_us"] = str(int(r["logger_us"]) + round(tol) + 10_000)
+        return r
+
+    c.edit_csv(c.vm("patched-v2-b1") / "exp1.csv", over)
+
+
+def process_worse_than_off(c: Copy) -> None:
+    """N = 3 cmd4 in process mode: 95 % of what off left sysbench, in CPU
+    share and in events/s, in both v2 boots."""
+    for vm in ("patched-v2-b1", "patched-v2-b2"):
+        d = c.vm(vm)
+        cells = {(r["n"], r["cmd"], r["mode"]): r for r in csv.DictReader((d / "exp2.csv").open())}
+        off = cells[("3", "cmd4", "off")]
+
+        def worse(r: Row, off: Row = off) -> Row:
+            if (r["n"], r["cmd"], r["mode"]) == ("3", "cmd4", "process"):
+                share = int(off["sysbench_container_us"]) / int(off["wall_us"])
+                r["sysbench_container_us"] = str(round(0.95 * share * int(r["wall_us"])))
+            return r
+
+        c.edit_csv(d / "exp2.csv", worse)
+        runs = {
+            (r["mode"], r["run"]): float(r["events_per_s"])
+            for r in csv.DictReader((d / "exp2_runs.csv").open())
+            if (r["n"], r["cmd"]) == ("3", "cmd4")
+        }
+        for run in ("1", "2"):
+            factor = 0.95 * runs[("off", run)] / runs[("process", run)]
+            c.scale_rates(
+                vm,
+                lambda r, run=run: (r["n"], r["cmd"], r["mode"], r["run"]) == ("3", "cmd4", "process", run),
+                factor,
+            )
+
+
+def missing_boot(c: Copy) -> None:
+    shutil.rmtree(c.vm("patched-v1-b2"))
+
+
+def missing_cell(c: Copy) -> None:
+    c.edit_csv(
+        c.vm("stock-v1-b1") / "exp1.csv",
+        lambda r: None if (r["cmd"], r["quota_us"]) == ("echo", "20000") else r,
+    )
+
+
+def missing_cell_plan_too(c: Copy) -> None:
+    """A cell gone from one boot, its meta.json's count lowered to match."""
+    d = c.vm("patched-v2-b2")
+    key = ("4", "cmd3", "thread")
+    c.edit_csv(d / "exp2.csv", lambda r: None if (r["n"], r["cmd"], r["mode"]) == key else r)
+    c.edit_csv(d / "exp2_runs.csv", lambda r: None if (r["n"], r["cmd"], r["mode"]) == key else r)
+    (d / "sysbench-4-cmd3-thread.log").unlink()
+    c.edit_json(d / "meta.json", lambda m: m["cells"].update(exp2=m["cells"]["exp2"] - 1))
+
+
+def exited_non_zero(c: Copy) -> None:
+    c.edit_json(c.vm("stock-v1-b2") / "host.json", lambda h: h.update(exit=1))
+
+
+def did_not_finish(c: Copy) -> None:
+    (c.vm("n1-stock-v2-b3") / "host.json").unlink()
+
+
+def report_edited(c: Copy) -> None:
+    f = c.root / "report.md"
+    text = f.read_text()
+    new = re.sub(r"\| (no|not resolved) \|\n", "| yes |\n", text, count=1)
+    assert new != text
+    f.write_text(new)
+
+
+def summary_edited(c: Copy) -> None:
+    f = c.root / "summary.json"
+    summary = json.loads(f.read_text())
+    first = next(iter(summary["overhead"].values()))
+    first["delta_pct"] = -first["delta_pct"]
+    f.write_text(report.dump_summary(summary))
+
+
+def rates_not_logged(c: Copy) -> None:
+    def faster(r: Row) -> Row:
+        if (r["n"], r["cmd"], r["mode"], r["run"]) == ("5", "cmd4", "process", "1"):
+            r["events_per_s"] = f"{float(r['events_per_s']) * 1.05:.2f}"
+        return r
+
+    c.edit_csv(c.vm("patched-v1-b1") / "exp2_runs.csv", faster)
+
+
+def baseline_patched_nerdctl(c: Copy) -> None:
+    c.edit_json(c.vm("stock-v2-b1") / "meta.json", lambda m: m.update(nerdctl="patched 1.7.7-cfsb"))
+
+
+def baseline_patched_kernel(c: Copy) -> None:
+    kernel = json.loads((c.vm("patched-v1-b1") / "meta.json").read_text())["kernel"]
+    c.edit_json(c.vm("stock-v1-b1") / "meta.json", lambda m: m.update(kernel=kernel))
+
+
+def charged(vm: str, file: str, key: tuple[str, ...], cols: tuple[str, ...]) -> Callable[[Copy], None]:
+    def damage(c: Copy) -> None:
+        def change(r: Row) -> Row:
+            if tuple(r[k] for k in cols) == key:
+                r["charged_us"] = str(max(int(r["logger_us"]) // 2, 1000))
+            return r
+
+        c.edit_csv(c.vm(vm) / file, change)
+
+    return damage
+
+
+def borrowd_token(c: Copy) -> None:
+    def token(r: Row) -> Row:
+        if (r["engine"], r["mode"]) == ("podman", "borrowd"):
+            r["charged_us"] = str(int(r["worker_ns"]) // 1000 // 20)
+        return r
+
+    c.edit_csv(c.vm("engines-v2-b1") / "engines.csv", token)
+
+
+def overhead_regression(c: Copy) -> None:
+    for b in (1, 2, 3):
+        c.scale_rates(f"n1-patched-v2-b{b}", lambda r: r["n"] == "1", 0.99)
+
+
+def run_clock(c: Copy) -> None:
+    c.edit_json(c.run / "run.json", lambda r: r.update(clock="wall", icount=False))
+
+
+def vm_clock(c: Copy) -> None:
+    c.edit_json(c.vm("patched-v2-b2") / "host.json", lambda h: h.update(clock="wall"))
+
+
+def stale_plot(c: Copy) -> None:
+    shutil.copy2(c.root / "plots/exp1_abc_v2.png", c.root / "plots/exp1_abc_v2_wall.png")
+
+
+@dataclass
+class Damage:
+    name: str
+    apply: Callable[[Copy], None]
+    caught_by: str  # words of the `not ok` line that must name it
+    regenerate: bool = True
+
+
+DAMAGE = [
+    Damage("partial charging: process mode charges 60 % of A", partial_charging, "process mode charged B"),
+    Damage("over-charging beyond the stated resolution (experiment 1)", over_charging, "> A"),
+    Damage(
+        "process mode worse than off (N = 3 cmd4: 95 % of off's CPU share and events/s)",
+        process_worse_than_off,
+        "process mode leaves sysbench",
+    ),
+    Damage("a missing boot (patched-v1-b2)", missing_boot, "patched-v1-b2 missing"),
+    Damage("a missing cell (experiment 1, stock-v1-b1)", missing_cell, "every cell of experiment 1"),
+    Damage("a missing cell with its plan lowered to match", missing_cell_plan_too, "lacks 4:cmd3:thread"),
+    Damage("a VM that exited non-zero", exited_non_zero, "stock-v1-b2: exit 1"),
+    Damage("a VM that did not finish (no host.json)", did_not_finish, "n1-stock-v2-b3: no host.json"),
+    Damage("report.md edited by hand (a target called met)", report_edited, "report.md is what", False),
+    Damage(
+        "summary.json edited by hand (an N = 1 delta's sign)", summary_edited, "summary.json is what", False
+    ),
+    Damage("a CSV rate that disagrees with sysbench's log", rates_not_logged, "sysbench-5-cmd4-process.log"),
+    Damage("a baseline with the patched nerdctl", baseline_patched_nerdctl, "stock-v2-b1: nerdctl patched"),
+    Damage("a baseline on the patched kernel", baseline_patched_kernel, "stock-v1-b1: kernel"),
+    Damage(
+        "charges under off (experiment 2)",
+        charged("patched-v2-b1", "exp2.csv", ("3", "cmd2", "off"), ("n", "cmd", "mode")),
+        "with nothing to charge",
+    ),
+    Damage(
+        "charges under incg (experiment 1)",
+        charged("patched-v1-b2", "exp1.csv", ("yes", "33000", "incg"), ("cmd", "quota_us", "mode")),
+        "with nothing to charge",
+    ),
+    Damage(
+        "charges on the stock kernel (experiment 2)",
+        charged("stock-v2-b2", "exp2.csv", ("2", "cmd2", "off"), ("n", "cmd", "mode")),
+        "with nothing to charge",
+    ),
+    Damage("borrowd charging a token share (Podman, 5 % of the worker)", borrowd_token, "under 85%"),
+    Damage(
+        "an overhead regression at N = 1 (patched 1 % slower)", overhead_regression, "not slower than stock"
+    ),
+    Damage("run.json's clock disagrees with the VMs", run_clock, "clock wall, the run's directory"),
+    Damage("a VM's clock disagrees with run.json", vm_clock, "patched-v2-b2 ran on wall"),
+    Damage("a stale plot (in no report)", stale_plot, "stale", False),
+]
+
+
+def run_check(check: Path, d: Path) -> tuple[int, list[str]]:
+    p = subprocess.run([sys.executable, str(check), str(d)], capture_output=True, text=True, check=False)
+    return p.returncode, [line for line in p.stdout.splitlines() if line.startswith("not ok")] + (
+        [f"stderr: {p.stderr.strip()[-300:]}"] if p.stderr.strip() else []
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--run", type=Path, default=HERE / "results/full", help="the kept run")
+    parser.add_argument(
+        "--check", type=Path, default=HERE / "check_noisy_logging.py", help="the check to test"
+    )
+    parser.add_argument(
+        "--any-failure", action="store_true", help="any failure of the check counts as caught"
+    )
+    args = parser.parse_args()
+    print("TAP version 13")
+    failed = 0
+    rc, bad = run_check(args.check, args.run)
+    ok = rc == 0
+    failed += not ok
+    print(f"{'ok' if ok else 'not ok'} 1 the check passes on the kept run ({args.run.name})")
+    for line in bad[:10]:
+        print(f"# {line}")
+    for i, dmg in enumerate(DAMAGE, 2):
+        with tempfile.TemporaryDirectory(prefix="study-check-") as tmp:
+            try:
+                c = Copy(args.run, Path(tmp))
+                dmg.apply(c)
+                if dmg.regenerate:
+                    c.regenerate()
+            except Exception as e:  # the run lacks what the damage needs
+                failed += 1
+                print(f"not ok {i} the check fails on {dmg.name}\n# could not damage the copy: {e!r}")
+                continue
+            rc, bad = run_check(args.check, c.root)
+        named = [line for line in bad if dmg.caught_by in line]
+        ok = rc != 0 and (args.any_failure or bool(named))
+        failed += not ok
+        print(f"{'ok' if ok else 'not ok'} {i} the check fails on {dmg.name}")
+        for line in (named or bad)[:3] if rc else ["# the check passed"]:
+            print(f"# {line[:300]}" if not line.startswith("#") else line)
+    print(f"1..{len(DAMAGE) + 1}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
