@@ -49,10 +49,15 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
   8. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
      --quick: the stock and the patched kernel, every charging mode, the
      overhead and the engines part, on the instruction clock), checked end
-     to end: every planned cell measured, the report and plots written, and
-     the numbers' sanity (experiments/check_noisy_logging.py: B <= A, off
-     charges nothing, process more than a token, ratios in (0, 1.2],
-     charging better than off; the targets are reported only);
+     to end: every planned VM exited 0 and measured every cell, the report
+     and the summary are what the raw data give, and the numbers' sanity
+     (experiments/check_noisy_logging.py: B = A within the stated
+     resolution in process mode, off, incg and the stock kernel charge
+     nothing, ratios in (0, 1.2], charging better than off, no overhead
+     regression at N = 1; the targets are reported only); then that
+     check on the kept full run (experiments/results/full: it must pass)
+     and on damaged copies of it (experiments/test_check_noisy_logging.py:
+     each must fail; seconds, no VM);
   9. the other targets, mainline 7.2 on x86_64 and 6.12 on arm64 (QEMU's
      virt machine, Cortex-A72): their stock and patched kernels, the 7.2
      series patch by patch, and in the guest the KUnit suite and
@@ -302,6 +307,10 @@ log "experiments/noisy_logging.sh --quick"
 	{ tail -30 "$results/noisy_logging.log"; }
 python3 "$CFSB_ROOT/experiments/check_noisy_logging.py" "$results/noisy_logging" |
 	tee "$results/noisy_logging.tap" || true
+# The check itself: it passes on the kept full run and fails on each kind
+# of damage to a copy of it (a few seconds, no VM).
+log "experiments/test_check_noisy_logging.py: the study's check on the kept run and damaged copies"
+python3 "$CFSB_ROOT/experiments/test_check_noisy_logging.py" | tee "$results/study-check.tap" || true
 
 # --- 9. the other targets ----------------------------------------------
 # target_tests BASE ARCH: the kernel tests of one more target, into
@@ -397,4 +406,4 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/tools-build.tap" "$results/tools-host.tap" "$results/tools-host-borrowd.tap" \
 	"$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
 	"$results"/tools-stock-v2/{cgborrow,borrowd}-stock.tap "$results/tools-engines.tap" \
-	"$results/noisy_logging.tap" "${target_summary_files[@]}"
+	"$results/noisy_logging.tap" "$results/study-check.tap" "${target_summary_files[@]}"
