@@ -9,7 +9,14 @@
 #             client every 100 ms ("USEC PID" to cpu.cfs.borrowing_us).
 # Prints the client's and the worker's shares of a CPU and their sum.
 #   scripts/vm-run.sh -- experiments/worker_placement_guest.sh [SECONDS]
+# Runs only in that guest (scripts/guest-check.sh).
 set -euo pipefail
+# shellcheck source=scripts/guest-check.sh
+source "$(dirname "$0")/../scripts/guest-check.sh"
+case ${1:-} in
+-h | --help) cfsb_usage_from_header; exit 0 ;;
+esac
+cfsb_guest_only
 
 secs=${1:-5}
 root=/sys/fs/cgroup

@@ -27,6 +27,11 @@ CS_CONTAINERD_CGROUP=system.slice/containerd.service
 
 cs_die() { echo "container-stack: $*" >&2; exit 1; }
 
+# What starts the stack or moves the caller into a cgroup runs only in the
+# guest (or with CFSB_GUEST_ANYWHERE=1), whoever sourced this.
+# shellcheck source=scripts/guest-check.sh
+source "$CS_ROOT/scripts/guest-check.sh"
+
 # cs_hierarchy: v1 or v2, the guest's cgroup hierarchy.
 cs_hierarchy() {
 	if [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]]; then echo v2; else echo v1; fi
@@ -49,6 +54,7 @@ cs_nerdctl() {
 # mounted hierarchy).
 cs_enter_cgroup() {
 	local rel=$1 dir
+	cfsb_guest_only
 	if [[ $(cs_hierarchy) == v2 ]]; then
 		local parent=/sys/fs/cgroup part
 		for part in ${rel//\// }; do
@@ -84,6 +90,7 @@ cs_enter_cgroup() {
 # CNI: pods share the guest's network namespace.
 cs_start() {
 	local cpus="" cri=0
+	cfsb_guest_only
 	while [[ $# -gt 0 ]]; do
 		case $1 in
 		--runtime) CS_RUNTIME=$2; shift 2 ;;

@@ -5,7 +5,18 @@
 # charging mode of the logging process (off, process, thread) it prints the
 # logger's CPU (A), the part charged to the container (B), the container's
 # own CPU (C), and what the container cost in all (A + C) against its quota.
+#
+#   scripts/vm-run.sh [--cgroup v1|v2] -- scripts/demo-containers-in-guest.sh
+#
+# DEMO_SECONDS: each mode's window (default 10). Runs only in that guest
+# (scripts/guest-check.sh).
 set -euo pipefail
+# shellcheck source=scripts/guest-check.sh
+source "$(dirname "$0")/guest-check.sh"
+case ${1:-} in
+-h | --help) cfsb_usage_from_header; exit 0 ;;
+esac
+cfsb_guest_only
 # shellcheck source=scripts/container-stack.sh
 source "$(dirname "$0")/container-stack.sh"
 

@@ -5,7 +5,17 @@
 # the hog's share of a CPU in each phase and the cgroup's borrowing
 # statistics. The loops use bash builtins only: forking is slow in QEMU TCG
 # and would blur the timing.
+#
+#   scripts/vm-run.sh [--cgroup v1|v2] -- scripts/demo-in-guest.sh
+#
+# Runs only in that guest (scripts/guest-check.sh).
 set -euo pipefail
+# shellcheck source=scripts/guest-check.sh
+source "$(dirname "$0")/guest-check.sh"
+case ${1:-} in
+-h | --help) cfsb_usage_from_header; exit 0 ;;
+esac
+cfsb_guest_only
 
 root=/sys/fs/cgroup
 if [[ $(stat -fc %T $root) == cgroup2fs ]]; then

@@ -9,9 +9,17 @@
 #         stress (stress_borrowing, 100000 writes), stress-full (1 million
 #         writes, 20 minutes at most), kmemleak (a scan of kmemleak, which
 #         must find nothing; on a kernel with CONFIG_DEBUG_KMEMLEAK).
+# Runs only in that guest (scripts/guest-check.sh; on a board that is there
+# to be tested: CFSB_GUEST_ANYWHERE=1).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/guest-check.sh
+source "$here/../scripts/guest-check.sh"
+case ${1:-} in
+-h | --help) cfsb_usage_from_header; exit 0 ;;
+esac
+cfsb_guest_only
 bin=$here/../.build/selftests
 if [[ ${1:-} == --bin ]]; then
 	bin=${2:?--bin needs a directory}

@@ -39,6 +39,9 @@ while [[ $# -gt 0 ]]; do
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
+# shellcheck source=scripts/guest-check.sh
+source "$(dirname "$0")/../../scripts/guest-check.sh"
+cfsb_guest_only
 
 # shellcheck source=scripts/container-stack.sh
 source "$(dirname "$0")/../../scripts/container-stack.sh"

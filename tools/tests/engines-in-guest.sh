@@ -54,6 +54,9 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 [[ $# -gt 0 ]] || set -- podman nerdctl docker
+# shellcheck source=scripts/guest-check.sh
+source "$(dirname "$0")/../../scripts/guest-check.sh"
+cfsb_guest_only
 
 # shellcheck source=scripts/container-stack.sh
 source "$(dirname "$0")/../../scripts/container-stack.sh"

@@ -20,6 +20,9 @@ done
 [[ $# -gt 0 ]] || set -- 10 100 500
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=scripts/guest-check.sh
+source "$root/scripts/guest-check.sh"
+cfsb_guest_only
 # shellcheck source=tools/tests/lib.sh
 source "$root/tools/tests/lib.sh"
 bin=$root/.build/tools/borrowd

@@ -4,11 +4,18 @@
 #   run-in-guest.sh RESULTS_DIR SUITE...
 # Suites: cgborrow and borrowd (on the patched kernel), cgborrow-stock and
 # borrowd-stock (the stock kernel's "lacks the feature" errors).
+# Runs only in that guest (scripts/guest-check.sh).
 set -uo pipefail
 
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/guest-check.sh
+source "$here/../../scripts/guest-check.sh"
+case ${1:-} in
+-h | --help) cfsb_usage_from_header; exit 0 ;;
+esac
+cfsb_guest_only
 results=${1:?usage: run-in-guest.sh RESULTS_DIR SUITE...}
 shift
-here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$results"
 
 run_suite() {
