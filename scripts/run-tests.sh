@@ -17,7 +17,10 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      applies, checkpatch --strict, its selftests patch against selftests/;
   2. builds the stock and the patched kernel (scripts/kernel-build.sh) and the
      selftests (selftests/Makefile);
-  3. scripts/vm-run.sh itself: output and exit status pass through;
+  3. scripts/vm-run.sh itself: output and exit status pass through; in the
+     guest, guest-init.sh run again refuses, and the guest-only scripts'
+     check (scripts/guest-check.sh) knows the guest, with bash and with
+     systemd as PID 1;
   4. the series patch by patch (scripts/kernel-series.sh build-each
      --if-changed: each patch builds without warnings and, from the KUnit
      patch on, passes KUnit; skipped for a series that passed before); in
@@ -180,7 +183,18 @@ vm_run_checks() {
 	expect 4 "a guest crash fails the run" '[[ $rc -ne 0 && $out == *"Kernel panic"* ]]'
 	vm --timeout 20 -- sleep 600
 	expect 5 "a hung guest times out" '[[ $rc -ne 0 && $out == *"timed out after 20 s"* ]]'
-	echo "1..5"
+	# In the guest, with the kernel's CFSB_* in its environment, as root:
+	# not PID 1, it must do nothing (it powered the guest off).
+	vm -- bash -c 'scripts/guest-init.sh; echo "exit $?"; mountpoint -q /var/lib && echo alive'
+	expect 6 "guest-init.sh run again in the guest refuses (not PID 1); the guest runs on" \
+		'[[ $rc -eq 0 && $out == *"refusing to run: not PID 1"* && $out == *"exit 3"* && $out == *alive ]]'
+	local init num=7
+	for init in bash systemd; do
+		vm --init "$init" -- bash -c 'source scripts/guest-check.sh && cfsb_in_guest && echo guest'
+		expect "$num" "the guest-only scripts' check knows the guest (--init $init)" '[[ $rc -eq 0 && $out == guest ]]'
+		num=$((num + 1))
+	done
+	echo "1..8"
 }
 log "scripts/vm-run.sh checks"
 vm_run_checks | tee "$results/vm-run.tap"
