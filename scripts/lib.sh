@@ -91,8 +91,8 @@ now_s() { date +%s; }
 # installed PKG: is the Debian package PKG installed?
 installed() { dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q '^install ok installed'; }
 
-# host_services_off PKG...: disable (and stop, under systemd) the services
-# of the installed packages PKG..., which the host does not need.
+# host_services_off PKG...: stop and disable the services of the installed
+# packages PKG..., which the host does not need.
 host_services_off() {
 	local pkg f units=() scripts=()
 	for pkg in "$@"; do
@@ -113,6 +113,7 @@ host_services_off() {
 		fi
 	fi
 	for f in "${scripts[@]}"; do
+		[[ -d /run/systemd/system ]] || "/etc/init.d/$f" stop >/dev/null 2>&1 || true
 		update-rc.d "$f" disable >/dev/null 2>&1 || true
 	done
 	log "not running on this machine, and disabled: ${units[*]} ${scripts[*]} (the guest runs them; systemctl enable --now UNIT turns one on)"
