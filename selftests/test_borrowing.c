@@ -364,6 +364,23 @@ TEST_F(borrowing, bound_by_effective_quota)
 	EXPECT_EQ(NS(BOUND_US), OWED_OR_PAID(self->parent));
 }
 
+/*
+ * On cgroup v1 a quota below a child's is refused, and must leave nothing
+ * of itself behind: the bound on what the parent owes is still one second's
+ * worth of the quota it kept.
+ */
+TEST_F(borrowing, refused_quota_leaves_the_bound)
+{
+	if (!bcg_is_v1())
+		SKIP(return, "cgroup v2 takes a parent's quota below its child's");
+	set_bandwidth(_metadata, self->parent, PERIOD_US);
+	set_bandwidth(_metadata, self->child, PERIOD_US * 8 / 10);
+	ASSERT_EQ(-EINVAL, bcg_set_bandwidth(self->parent, PERIOD_US / 2, PERIOD_US));
+	EXPECT_EQ(PERIOD_US, cg_read_long(self->parent, "cpu.cfs_quota_us"));
+	ASSERT_EQ(0, bcg_charge(self->parent, 5 * USEC_PER_SEC));
+	EXPECT_EQ(NS(10 * PERIOD_US), OWED_OR_PAID(self->parent));
+}
+
 TEST_F(borrowing, configuration_writes_do_not_pay)
 {
 	struct bcg_borrow_stat before, after;
@@ -515,6 +532,52 @@ TEST_F(borrowing, charged_sibling_costs_the_parent)
 	free(hog_cg);
 }
 
+/* One spinner per online CPU, as many as a bcg_threads process holds. */
+static int nr_spinners(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return cpus < BCG_MAX_THREADS ? cpus : BCG_MAX_THREADS;
+}
+
+/*
+ * A limited child's bound drops most of a charge made faster than it can
+ * pay: the parent owes only what the child took, which is all the child's
+ * own use could have taken from it. Its other child, one spinner per CPU
+ * under the parent's quota of one CPU each, keeps nearly all it had: the
+ * child's 10 ms per period, not the 100 ms per period charged.
+ */
+TEST_F(borrowing, limited_child_bounds_what_its_parent_pays)
+{
+	int nr = nr_spinners();
+	char *sibling = bcg_create(self->parent, "sibling");
+	long alone, charged;
+	struct bcg_threads t;
+
+	ASSERT_NE(NULL, sibling);
+	set_bandwidth(_metadata, self->parent, nr * PERIOD_US);
+	set_bandwidth(_metadata, self->child, PERIOD_US / 10);
+	ASSERT_EQ(0, bcg_start_threads(sibling, nr, &t));
+	self->hog = t.pid;
+	bcg_sleep_usec(3 * PERIOD_US);
+
+	alone = hog_usage_under_charges(_metadata, &self->hog, sibling, self->child,
+					0, PERIOD_US, 2 * USEC_PER_SEC);
+	/* The whole wall time charged to the idle child. */
+	charged = hog_usage_under_charges(_metadata, &self->hog, sibling, self->child,
+					  PERIOD_US / 2, PERIOD_US / 2, 3 * USEC_PER_SEC);
+	charged = charged * 2 / 3;
+	TH_LOG("sibling: %ld us per second alone, %ld charging its sibling",
+	       alone / 2, charged / 2);
+	EXPECT_LE(alone * 9 / 10, charged);
+	EXPECT_LT(0, BORROW_STAT(self->child).dropped);
+	EXPECT_GE(BORROW_STAT(self->child).borrowed - BORROW_STAT(self->child).dropped,
+		  BORROW_STAT(self->parent).borrowed);
+	bcg_stop_threads(&t);
+	self->hog = 0;
+	free(sibling);
+}
+
 TEST_F(borrowing, debt_above_quota_throttles_then_is_paid)
 {
 	long during, after, start, slice;
@@ -551,11 +614,6 @@ TEST_F(borrowing, debt_above_quota_throttles_then_is_paid)
 	EXPECT_SHARE(after, 2 * USEC_PER_SEC, 50);
 }
 
-static int online_cpus(void)
-{
-	return sysconf(_SC_NPROCESSORS_ONLN);
-}
-
 static long longest_stall(const struct bcg_threads *t)
 {
 	long max = 0;
@@ -576,13 +634,12 @@ static long longest_stall(const struct bcg_threads *t)
  */
 TEST_F(borrowing, every_cpu_progresses_every_period)
 {
-	int i, nr = online_cpus();
+	int i, nr = nr_spinners();
 	long slice, uncharged;
 	struct bcg_threads t;
 
 	slice = bcg_bandwidth_slice_usec();
 	ASSERT_LT(0, slice);
-	ASSERT_GE(BCG_MAX_THREADS, nr);
 	set_bandwidth(_metadata, self->child, nr * QUOTA_US);
 	ASSERT_EQ(0, bcg_start_threads(self->child, nr, &t));
 	self->hog = t.pid;
@@ -608,6 +665,52 @@ TEST_F(borrowing, every_cpu_progresses_every_period)
 	EXPECT_LT(0, BORROW_STAT(self->child).dropped);
 	bcg_stop_threads(&t);
 	self->hog = 0;
+}
+
+/*
+ * What @limited uses in 2 s at its bound, with one spinner per CPU in
+ * @spin_cg (@limited or a group below it).
+ */
+static long usage_at_the_bound(struct __test_metadata *_metadata, pid_t *hog,
+			       const char *limited, const char *spin_cg, int nr)
+{
+	struct bcg_threads t;
+	long usage;
+
+	ASSERT_EQ(0, bcg_start_threads(spin_cg, nr, &t));
+	*hog = t.pid;
+	bcg_sleep_usec(3 * PERIOD_US);
+	hog_usage_under_charges(_metadata, hog, limited, limited,
+				USEC_PER_SEC, PERIOD_US / 2, 3 * PERIOD_US);
+	usage = hog_usage_under_charges(_metadata, hog, limited, limited,
+					USEC_PER_SEC, PERIOD_US / 2, 2 * USEC_PER_SEC);
+	bcg_stop_threads(&t);
+	*hog = 0;
+	return usage;
+}
+
+/*
+ * The floor counts every CPU on which a limited group has runnable or
+ * throttled tasks, wherever below it they are: at its bound, a group whose
+ * spinners (one per CPU) live in a child gets what it gets with them in
+ * the group itself, on cgroup v2 the only place for them in a pod-level
+ * group.
+ */
+TEST_F(borrowing, floor_counts_cpus_of_tasks_in_children)
+{
+	int nr = nr_spinners();
+	long in_group, below;
+	char *below_cg;
+
+	set_bandwidth(_metadata, self->child, nr * QUOTA_US);
+	in_group = usage_at_the_bound(_metadata, &self->hog, self->child, self->child, nr);
+	below_cg = bcg_create(self->child, "spinners");
+	ASSERT_NE(NULL, below_cg);
+	below = usage_at_the_bound(_metadata, &self->hog, self->child, below_cg, nr);
+	TH_LOG("%d spinners at the bound: %ld us in 2 s in the group, %ld in its child",
+	       nr, in_group, below);
+	EXPECT_LE(in_group * 85 / 100, below);
+	free(below_cg);
 }
 
 /* How long a SIGKILL of @pid takes to reap, in us. */
