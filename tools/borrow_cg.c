@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -180,6 +183,68 @@ ssize_t bcg_read_file(const char *path, char *buf, size_t size)
 	close(fd);
 	buf[n > 0 ? n : 0] = '\0';
 	return n;
+}
+
+int bcg_proc_stat(pid_t pid, struct bcg_proc *p)
+{
+	char path[64], buf[1024], *s;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = bcg_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	/* The name may hold anything, ')' too: the fields follow the last. */
+	s = strrchr(buf, ')');
+	if (!s || s[1] != ' ')
+		return -EIO;
+	s += 2;
+	p->state = *s;
+	/* From field 3 (the state) to field 22 (the start time). */
+	for (int field = 3; s && field < 22; field++) {
+		if (field == 4)
+			p->ppid = (pid_t)strtol(s, NULL, 10);
+		s = strchr(s, ' ');
+		if (s)
+			s++;
+	}
+	if (!s || *s < '0' || *s > '9')
+		return -EIO;
+	p->start = strtoull(s, NULL, 10);
+	return 0;
+}
+
+bool bcg_pidfd_alive(int pidfd)
+{
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+	/* A pidfd polls readable once its process has exited. */
+	return poll(&pfd, 1, 0) == 0;
+}
+
+int bcg_pidfd(pid_t pid, unsigned long long start)
+{
+	struct bcg_proc p;
+	int fd;
+
+	fd = syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return errno == EINVAL ? -ESRCH : -errno;
+	/*
+	 * While the pidfd's process lives, PID is its: /proc/PID, read after
+	 * the open, describes it if it is still alive after the read.
+	 */
+	if (bcg_proc_stat(pid, &p) || (start && p.start != start) ||
+	    !bcg_pidfd_alive(fd)) {
+		close(fd);
+		return -ESRCH;
+	}
+	return fd;
+}
+
+int bcg_pidfd_signal(int pidfd, int sig)
+{
+	return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) ? -errno : 0;
 }
 
 static pid_t read_pid_file(const char *path)

@@ -62,19 +62,41 @@ struct bcg_container {
 	char id[128];
 	pid_t init_pid;		/* the container's first process */
 	pid_t worker_pid;	/* conmon, or a binary logger; 0 if none */
+	/* Their start times (/proc/PID/stat's field 22, clock ticks). */
+	unsigned long long init_start, worker_start;
 };
 
-/* Sets up libcgroup and finds the cpu hierarchy: 0 or -error. */
+/* What /proc/PID/stat says of a process. */
+struct bcg_proc {
+	char state;			/* R, S, T, ... */
+	pid_t ppid;
+	unsigned long long start;	/* since boot, in clock ticks */
+};
+
 /*
  * Reads at most @size - 1 bytes of the file at @path into @buf, terminated
  * with a NUL: the number of bytes, or -errno.
  */
 ssize_t bcg_read_file(const char *path, char *buf, size_t size);
 
+/* Sets up libcgroup and finds the cpu hierarchy: 0 or -error. */
 int bcg_init(void);
 /* The cpu hierarchy's mount point and whether it is cgroup v2. */
 const char *bcg_mount(void);
 bool bcg_is_v2(void);
+
+/* A process's state, parent and start time: 0 or -errno (-ESRCH). */
+int bcg_proc_stat(pid_t pid, struct bcg_proc *p);
+/*
+ * A pidfd for process PID if it started at START (clock ticks; 0: any
+ * start): the descriptor, or -ESRCH if no such process runs. It names that
+ * process for good: a process that gets the pid later is another one.
+ */
+int bcg_pidfd(pid_t pid, unsigned long long start);
+/* The process the pidfd names has not exited. */
+bool bcg_pidfd_alive(int pidfd);
+/* Sends SIG through a pidfd: 0 or -errno. */
+int bcg_pidfd_signal(int pidfd, int sig);
 
 /* Fill G from a path in the hierarchy (or under its mount point). */
 int bcg_from_path(struct bcg *g, const char *arg);

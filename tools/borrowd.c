@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,7 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,11 +40,14 @@
 #include "borrowd.skel.h"
 
 #define DEFAULT_CONFIG	"/etc/borrowd.conf"
+#define DEFAULT_PACE_STATE	"/run/borrowd/paced"
 
 enum { SRC_CONFIG, SRC_ENGINE };
 
 struct rule {
 	pid_t worker;		/* tgid */
+	int pidfd;		/* holds the worker: its pid may be reused */
+	unsigned long long start;	/* the worker's start time (ticks) */
 	char comm[16];
 	struct bcg client;
 	int source;
@@ -62,14 +69,17 @@ static struct {
 	bool verbose;
 	bool pace;
 	long pace_periods;
+	bool resume;
 	double duration;
 	char pod_logs[PATH_MAX];
+	char pace_state[PATH_MAX];
 } opt = {
 	.interval_ms = 100, .scan_ms = 1000,
 	.pod_logs = "/var/log/containers",
 	.engine_podman = true, .engine_containerd = true,
 	.pid_form = true,
 	.pace_periods = 2,
+	.pace_state = DEFAULT_PACE_STATE,
 };
 
 static struct rule *rules;
@@ -89,13 +99,28 @@ static void msg(const char *fmt, ...)
 	va_end(ap);
 }
 
+static int grow(void **arr, int *cap, int need, size_t size)
+{
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	p = realloc(*arr, (size_t)(need * 2) * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = need * 2;
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: borrowd [--config FILE] [--worker PID:CGROUP]... [--engines LIST]\n"
 "               [--daemon PID|NAME]... [--pod-logs DIR] [--interval-ms MS]\n"
-"               [--scan-ms MS] [--pace] [--pace-periods N] [--no-worker-pid]\n"
-"               [--duration SEC] [--verbose]\n"
+"               [--scan-ms MS] [--pace] [--pace-periods N] [--pace-state FILE]\n"
+"               [--no-worker-pid] [--duration SEC] [--verbose]\n"
+"       borrowd [--config FILE] [--pace-state FILE] --resume\n"
 "\n"
 "Charges the CPU time of worker processes to their clients' cgroups\n"
 "(cpu.cfs.borrowing_us). A BPF program on sched_switch accounts each\n"
@@ -119,7 +144,12 @@ static void usage(FILE *f)
 "  --pace               stop a worker (SIGSTOP) while its client owes more\n"
 "                       than N periods' quota (--pace-periods, default 2),\n"
 "                       so that it works no faster than the client pays\n"
-"                       (the process rule only)\n"
+"                       (the process rule only); a watchdog process\n"
+"                       continues the stopped workers if borrowd ends\n"
+"  --pace-state FILE    the stopped workers, for the next borrowd to\n"
+"                       continue should borrowd and its watchdog both be\n"
+"                       killed (default " DEFAULT_PACE_STATE ")\n"
+"  --resume             continue the workers FILE names, and exit\n"
 "  --interval-ms MS     charge every MS milliseconds (default 100, one CFS\n"
 "                       period)\n"
 "  --scan-ms MS         look for containers every MS ms (default 1000)\n"
@@ -150,12 +180,13 @@ static void read_comm(pid_t pid, char *comm, size_t len)
 	comm[strcspn(comm, "\n")] = '\0';
 }
 
-static int add_rule(pid_t worker, const struct bcg *client, int source,
-		    const char *container)
+static int add_rule(pid_t worker, unsigned long long start,
+		    const struct bcg *client, int source, const char *container)
 {
 	struct worker zero = { 0 };
+	struct bcg_proc p;
 	struct rule *r;
-	int ret;
+	int ret, pidfd;
 
 	if (find_rule(worker)) {
 		msg("worker %d already has a client: ignoring %s", (int)worker,
@@ -169,13 +200,24 @@ static int add_rule(pid_t worker, const struct bcg *client, int source,
 			return -ENOMEM;
 		rules = r;
 	}
+	/* The process that runs now, if no start time is known. */
+	if (!start && !bcg_proc_stat(worker, &p))
+		start = p.start;
+	pidfd = bcg_pidfd(worker, start);
+	if (pidfd < 0)
+		return pidfd;
 	ret = bpf_map_update_elem(bpf_map__fd(skel->maps.workers), &worker,
 				  &zero, BPF_NOEXIST);
-	if (ret)
-		return -errno;
+	if (ret) {
+		ret = -errno;
+		close(pidfd);
+		return ret;
+	}
 	r = &rules[nr_rules++];
 	memset(r, 0, sizeof(*r));
 	r->worker = worker;
+	r->pidfd = pidfd;
+	r->start = start;
 	r->client = *client;
 	r->source = source;
 	r->seen = true;
@@ -184,6 +226,232 @@ static int add_rule(pid_t worker, const struct bcg *client, int source,
 	msg("worker %d (%s) works for %s%s%s", (int)worker, r->comm,
 	    client->path, container ? ", container " : "", container ?: "");
 	return 0;
+}
+
+/*
+ * Pacing stops workers, and a stopped worker must not outlive the agent
+ * that would continue it: its container blocks on a full pipe for good.
+ * Two records of the stopped workers make sure none does:
+ *
+ * - the watchdog, a child forked at start that holds a pidfd of each
+ *   stopped worker, sent over a socket before the worker is stopped. When
+ *   the agent ends in any way (a crash, SIGKILL), the socket reads end of
+ *   file and the watchdog continues them at once; so it does on SIGTERM
+ *   (systemd stops the unit's processes together).
+ * - the state file (--pace-state), "PID START" per stopped worker, written
+ *   before it is stopped: were both killed at once, the next borrowd, or
+ *   "borrowd --resume" (the unit's ExecStopPost), continues them first.
+ *
+ * Without a watchdog there is no pacing. Workers are signalled through
+ * their pidfds, never by a pid that another process may hold by now.
+ */
+enum { WATCH_STOP = 1, WATCH_CONT };
+
+struct watch_msg {
+	int op;
+	pid_t pid;
+};
+
+static int watch_sock = -1;
+static pid_t watch_pid;
+
+static void watch_on_signal(int sig)
+{
+	stop = 1;
+}
+
+/* The watchdog: never returns. */
+static void watchdog(int sock)
+{
+	struct sigaction sa = { .sa_handler = watch_on_signal };
+	struct held { pid_t pid; int fd; } *held = NULL;
+	int nr_held = 0, cap_held = 0;
+
+	prctl(PR_SET_NAME, "borrowd-watch");
+	/* No SA_RESTART: a signal ends the wait below. */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGUSR1, SIG_IGN);
+	while (!stop) {
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		struct watch_msg m;
+		struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+		struct msghdr mh = {
+			.msg_iov = &iov, .msg_iovlen = 1,
+			.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+		};
+		struct cmsghdr *cm;
+		ssize_t n;
+		int fd = -1;
+
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != sizeof(m))
+			break;	/* the agent is gone */
+		cm = CMSG_FIRSTHDR(&mh);
+		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+		if (m.op == WATCH_STOP && fd >= 0) {
+			struct held *h = held;
+
+			if (nr_held == cap_held) {
+				cap_held = cap_held ? 2 * cap_held : 16;
+				h = realloc(held, cap_held * sizeof(*held));
+			}
+			if (h) {
+				held = h;
+				held[nr_held].pid = m.pid;
+				held[nr_held++].fd = fd;
+				continue;
+			}
+			/* No room: continue it now rather than lose it. */
+			bcg_pidfd_signal(fd, SIGCONT);
+		}
+		if (fd >= 0)
+			close(fd);
+		for (int i = 0; m.op == WATCH_CONT && i < nr_held; i++) {
+			if (held[i].pid != m.pid)
+				continue;
+			close(held[i].fd);
+			held[i--] = held[--nr_held];
+		}
+	}
+	for (int i = 0; i < nr_held; i++)
+		if (!bcg_pidfd_signal(held[i].fd, SIGCONT))
+			fprintf(stderr, "borrowd-watch: continued worker %d\n",
+				(int)held[i].pid);
+	_exit(0);
+}
+
+/* Starts the watchdog: 0 or -errno. Before the BPF objects are made. */
+static int start_watchdog(void)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	fflush(NULL);
+	watch_pid = fork();
+	if (watch_pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -errno;
+	}
+	if (!watch_pid) {
+		close(sv[0]);
+		watchdog(sv[1]);
+	}
+	close(sv[1]);
+	watch_sock = sv[0];
+	msg("pacing: watchdog %d continues the stopped workers if borrowd ends",
+	    (int)watch_pid);
+	return 0;
+}
+
+static int watch_send(int op, const struct rule *r)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct watch_msg m = { .op = op, .pid = r->worker };
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (watch_sock < 0)
+		return -ENOTCONN;
+	if (op == WATCH_STOP) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &r->pidfd, sizeof(int));
+	}
+	return sendmsg(watch_sock, &mh, MSG_NOSIGNAL) == sizeof(m) ? 0 : -errno;
+}
+
+/* The state file: every worker stopped now. Written before a stop. */
+static int save_pace_state(void)
+{
+	char tmp[PATH_MAX + 8];
+	FILE *f;
+	int ret = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.new", opt.pace_state) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	for (int i = 0; i < nr_rules; i++)
+		if (rules[i].stopped)
+			fprintf(f, "%d %llu\n", (int)rules[i].worker, rules[i].start);
+	if (fclose(f) || rename(tmp, opt.pace_state))
+		ret = -errno;
+	return ret;
+}
+
+/* Continues the workers an earlier borrowd left stopped: how many. */
+static int resume_pace_state(void)
+{
+	unsigned long long start;
+	int pid, fd, n = 0;
+	FILE *f;
+
+	f = fopen(opt.pace_state, "re");
+	if (!f)
+		return 0;
+	while (fscanf(f, "%d %llu", &pid, &start) == 2) {
+		/* Only the process that was stopped, not one with its pid now. */
+		fd = pid > 0 && start ? bcg_pidfd(pid, start) : -ESRCH;
+		if (fd < 0)
+			continue;
+		if (!bcg_pidfd_signal(fd, SIGCONT)) {
+			msg("continued worker %d, which an earlier borrowd left stopped",
+			    pid);
+			n++;
+		}
+		close(fd);
+	}
+	fclose(f);
+	unlink(opt.pace_state);
+	return n;
+}
+
+static void unpace(struct rule *r);
+
+/* The watchdog is gone: no pacing without it. */
+static void watchdog_lost(int err)
+{
+	msg("pacing: the watchdog is gone (%s): pacing off", strerror(-err));
+	opt.pace = false;
+	for (int i = 0; i < nr_rules; i++)
+		unpace(&rules[i]);
+	if (watch_sock >= 0) {
+		close(watch_sock);
+		waitpid(watch_pid, NULL, WNOHANG);
+	}
+	watch_sock = -1;
+}
+
+static void stop_worker(struct rule *r)
+{
+	int ret;
+
+	ret = watch_send(WATCH_STOP, r);
+	if (ret) {
+		watchdog_lost(ret);
+		return;
+	}
+	r->stopped = true;
+	ret = save_pace_state();
+	if (ret)
+		msg("pacing: cannot write %s: %s", opt.pace_state, strerror(-ret));
+	if (bcg_pidfd_signal(r->pidfd, SIGSTOP)) {
+		r->stopped = false;
+		watch_send(WATCH_CONT, r);
+		save_pace_state();
+	}
 }
 
 /*
@@ -211,19 +479,31 @@ static void pace(struct rule *r)
 	r->paused += stop_it;
 	if (stop_it == r->stopped)
 		return;
-	if (!kill(r->worker, stop_it ? SIGSTOP : SIGCONT))
-		r->stopped = stop_it;
+	if (stop_it)
+		stop_worker(r);
+	else
+		unpace(r);
 }
 
 static void unpace(struct rule *r)
 {
-	if (r->stopped && !kill(r->worker, SIGCONT))
-		r->stopped = false;
+	int ret;
+
+	if (!r->stopped)
+		return;
+	ret = bcg_pidfd_signal(r->pidfd, SIGCONT);
+	/* A worker that exited needs no continuing. */
+	if (ret && ret != -ESRCH)
+		return;
+	r->stopped = false;
+	watch_send(WATCH_CONT, r);
+	save_pace_state();
 }
 
 static void remove_rule(struct rule *r)
 {
 	unpace(r);
+	close(r->pidfd);
 	bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &r->worker);
 	msg("worker %d (%s) for %s: gone, charged %llu us in all", (int)r->worker,
 	    r->comm, r->client.path, r->charged_us);
@@ -312,11 +592,13 @@ static int charge_rule(struct rule *r, __u64 total_ns)
 	return 0;
 }
 
-/* Charge every worker; with REAP, also find the workers that exited. */
+/* Charge every worker; with REAP, also drop the workers that exited. */
 static void charge_all(bool reap)
 {
 	int fd = bpf_map__fd(skel->maps.workers);
 	struct in_progress ip[MAX_CPUS];
+	static struct pollfd *pfds;
+	static int cap_pfds;
 	struct worker w;
 
 	/* The sums first, then what runs now: see read_in_progress(). */
@@ -335,17 +617,23 @@ static void charge_all(bool reap)
 		pace(r);
 	}
 	/*
-	 * Workers that exited: their last run is in the sums by now. Looked
-	 * for at scans only: a kill() per worker per round is most of the
-	 * agent's cost with hundreds of idle workers.
+	 * Workers that exited (their pidfds poll readable, one call for all):
+	 * their last run is in the sums by now.
 	 */
-	for (int i = 0; reap && i < nr_rules; i++) {
-		if (!kill(rules[i].worker, 0) || errno != ESRCH)
+	if (!reap || !nr_rules ||
+	    grow((void **)&pfds, &cap_pfds, nr_rules, sizeof(*pfds)))
+		return;
+	for (int i = 0; i < nr_rules; i++)
+		pfds[i] = (struct pollfd){ .fd = rules[i].pidfd, .events = POLLIN };
+	if (poll(pfds, nr_rules, 0) <= 0)
+		return;
+	/* Backwards: removing moves the last rule into the slot. */
+	for (int i = nr_rules - 1; i >= 0; i--) {
+		if (!pfds[i].revents)
 			continue;
 		if (!bpf_map_lookup_elem(fd, &rules[i].worker, &w))
 			charge_rule(&rules[i], w.ns);
 		remove_rule(&rules[i]);
-		i--;
 	}
 }
 
@@ -421,7 +709,7 @@ static int scan_container(const struct bcg_container *c, void *arg)
 	}
 	if (bcg_from_pid(&g, c->init_pid))
 		return 0;	/* the container is going away */
-	add_rule(c->worker_pid, &g, SRC_ENGINE, c->id);
+	add_rule(c->worker_pid, c->worker_start, &g, SRC_ENGINE, c->id);
 	return 0;
 }
 
@@ -493,20 +781,6 @@ struct pod_log {
 
 static struct pod_log *pod_logs;
 static int nr_pod_logs, cap_pod_logs;
-
-static int grow(void **arr, int *cap, int need, size_t size)
-{
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	p = realloc(*arr, (size_t)(need * 2) * size);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = need * 2;
-	return 0;
-}
 
 static void daemon_seen(pid_t pid)
 {
@@ -903,6 +1177,12 @@ static int set(const char *key, const char *val)
 		return set_bool(val, &opt.pace);
 	if (!strcmp(key, "pace_periods"))
 		return set_ms(val, &opt.pace_periods);
+	if (!strcmp(key, "pace_state")) {
+		if (val[0] != '/' || strlen(val) >= sizeof(opt.pace_state) - 8)
+			return -EINVAL;
+		snprintf(opt.pace_state, sizeof(opt.pace_state), "%s", val);
+		return 0;
+	}
 	if (!strcmp(key, "daemon"))
 		return add_daemon(val);
 	if (!strcmp(key, "pod_logs")) {
@@ -977,6 +1257,8 @@ static const struct option long_opts[] = {
 	{ "pace", no_argument, NULL, 'p' },
 	{ "pace-periods", required_argument, NULL, 'N' },
 	{ "pod-logs", required_argument, NULL, 'L' },
+	{ "pace-state", required_argument, NULL, 'S' },
+	{ "resume", no_argument, NULL, 'R' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1001,7 +1283,7 @@ static int parse_args(int argc, char **argv)
 		return ret;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:pN:L:", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:pN:L:S:R", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			continue;
@@ -1026,6 +1308,12 @@ static int parse_args(int argc, char **argv)
 		case 'L':
 			key = "pod_logs";
 			break;
+		case 'S':
+			key = "pace_state";
+			break;
+		case 'R':
+			opt.resume = true;
+			continue;
 		case 'P':
 			opt.pid_form = false;
 			continue;
@@ -1146,6 +1434,10 @@ int main(int argc, char **argv)
 	ret = parse_args(argc, argv);
 	if (ret)
 		return ret;
+	/* Workers an earlier borrowd left stopped go first. */
+	resume_pace_state();
+	if (opt.resume)
+		return 0;
 	join_host_cgroupns();
 	ret = bcg_init();
 	if (ret) {
@@ -1165,6 +1457,20 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (opt.pace) {
+		char dir[PATH_MAX];
+
+		/* The state file's directory; a missing one is made (0700). */
+		snprintf(dir, sizeof(dir), "%s", opt.pace_state);
+		*strrchr(dir, '/') = '\0';
+		if (*dir && mkdir(dir, 0700) && errno != EEXIST)
+			msg("pacing: cannot make %s: %s", dir, strerror(errno));
+		ret = start_watchdog();
+		if (ret) {
+			msg("pacing: cannot start the watchdog: %s", strerror(-ret));
+			return 1;
+		}
+	}
 	libbpf_set_print(libbpf_log);
 	nr_cpus = libbpf_num_possible_cpus();
 	if (nr_cpus <= 0 || nr_cpus > MAX_CPUS) {
@@ -1208,7 +1514,7 @@ int main(int argc, char **argv)
 		struct bcg g;
 
 		bcg_from_path(&g, pending[i].cgroup);
-		ret = add_rule(pending[i].pid, &g, SRC_CONFIG, NULL);
+		ret = add_rule(pending[i].pid, 0, &g, SRC_CONFIG, NULL);
 		if (ret)
 			msg("worker %d: %s", (int)pending[i].pid, strerror(-ret));
 	}
@@ -1246,6 +1552,10 @@ int main(int argc, char **argv)
 	charge_clients();
 	for (int i = 0; i < nr_rules; i++)
 		unpace(&rules[i]);
+	if (watch_sock >= 0) {
+		close(watch_sock);
+		waitpid(watch_pid, NULL, 0);
+	}
 	print_totals();
 	borrowd_bpf__destroy(skel);
 	return 0;

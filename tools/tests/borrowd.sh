@@ -16,7 +16,10 @@
 #                      it says (within 10 %; measured: -3.0 to +0.2 %);
 #                      a thread that only writes a pod's log file, found
 #                      through kubelet's link to it (--pod-logs);
-#                      --pace holds a busy worker to its client's quota
+#                      --pace holds a busy worker to its client's quota,
+#                      and a borrowd killed (SIGKILL) leaves no worker
+#                      stopped: its watchdog continues it within a second,
+#                      or borrowd --resume from the state file
 #   borrowd.sh stock   in the guest on the stock kernel: exit 3
 #
 # Expects the tools built (make -C tools) in .build/tools.
@@ -44,6 +47,19 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+
+# proc_state PID: the process's state letter (R, S, T, ...), or none.
+proc_state() {
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo none; return; }
+	s=${s##*) }
+	echo "${s%% *}"
+}
+# proc_start PID: its start time (field 22 of /proc/PID/stat, clock ticks).
+proc_start() {
+	local s
+	s=$(cat "/proc/$1/stat") && s=${s##*) } && read -ra f <<<"$s" && echo "${f[19]}"
+}
 
 host_tests() {
 	run --help
@@ -74,6 +90,27 @@ host_tests() {
 		run $a
 		check "borrowd $a: exit 2" '[[ $rc -eq 2 ]]'
 	done
+	# --resume: a state file's worker is continued if it is still the
+	# process that was stopped (its start time), not one with its pid.
+	local sp start st
+	sleep 600 &
+	sp=$!
+	pids+=("$sp")
+	kill -STOP "$sp"
+	start=$(proc_start "$sp")
+	echo "$sp $((start + 1))" >"$tmp/paced"
+	run --pace-state "$tmp/paced" --resume
+	st=$(proc_state "$sp")
+	check "--resume leaves alone a process whose start time is not the state file's (state $st)" \
+		'[[ $rc -eq 0 && $st == T && ! -e $tmp/paced ]]'
+	echo "$sp $start" >"$tmp/paced"
+	run --pace-state "$tmp/paced" --resume
+	st=$(proc_state "$sp")
+	check "--resume continues the worker the state file names (state $st)" \
+		'[[ $rc -eq 0 && $st == S && $out == *"continued worker $sp"* && ! -e $tmp/paced ]]'
+	kill "$sp"
+	run --pace-state relative/file --resume
+	check "--pace-state takes an absolute path: exit 2" '[[ $rc -eq 2 ]]'
 	run --engines none --worker "$$:/no/such/group"
 	check "a worker for a missing group: exit 1" '[[ $rc -eq 1 && $out == *"no such cgroup"* ]]'
 	if command -v man >/dev/null; then
@@ -197,6 +234,7 @@ guest_tests() {
 	thread_rule_tests
 	pod_log_tests
 	pace_tests
+	pace_kill_tests
 }
 
 # A shared daemon for the thread rule: one thread reads two clients' FIFOs
@@ -390,6 +428,80 @@ pace_tests() {
 		'[[ $rc -eq 0 && $share -ge 350 && $share -le 650 ]]'
 	out=$(grep "State" "/proc/$wpid/status" 2>/dev/null)
 	check "--pace: borrowd leaves no worker stopped when it exits" '[[ $out != *stopped* ]]'
+}
+
+# wait_state PID STATE SEC: until the process is in STATE (true) or is not
+# (with !STATE), SEC seconds at most; the state in $st, the time it took
+# in $waited_ms. Builtins only (no process per look: under TCG a fork and
+# exec take tens of ms), a look every 10 ms.
+wait_state() {
+	local t0=${EPOCHREALTIME/./} line
+	[[ -p $tmp/tick ]] || mkfifo "$tmp/tick"
+	exec 8<>"$tmp/tick"
+	while :; do
+		st=none
+		if read -r line <"/proc/$1/stat" 2>/dev/null; then
+			line=${line##*) }
+			st=${line%% *}
+		fi
+		waited_ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+		if [[ $2 == !* ]]; then [[ $st != "${2#!}" ]] && break; else [[ $st == "$2" ]] && break; fi
+		((waited_ms < $3 * 1000)) || { exec 8>&-; return 1; }
+		read -r -t 0.01 -u 8
+	done
+	exec 8>&-
+	return 0
+}
+
+# --pace and a borrowd that ends without continuing its workers: killed
+# (SIGKILL) while its worker is stopped, the worker runs again within a
+# second (its watchdog continues it); with the watchdog killed too, the
+# state file names it, and borrowd --resume (the next borrowd's first
+# step) continues it. The client's quota is 10 %: the worker is stopped
+# most of the time.
+pace_kill_tests() {
+	local wpid bpid wd stopped st
+	make_group cgbd-paced9 10000
+	bash -c 'while :; do :; done' &
+	wpid=$!
+	pids+=("$wpid")
+	echo "$wpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
+	"$bin" --engines none --pace --worker "$wpid:/cgbd-paced9" >"$tmp/borrowd5.log" 2>&1 &
+	bpid=$!
+	pids+=("$bpid")
+	wait_for "$tmp/borrowd5.log" "ready"
+	wait_state "$wpid" T 10 && stopped=1 || stopped=0
+	out=$(cat "$tmp/borrowd5.log")
+	check "--pace stops the worker of a client that owes (state T)" '[[ $stopped -eq 1 ]]'
+	kill -KILL "$bpid"
+	wait_state "$wpid" '!T' 1
+	wait "$bpid" 2>/dev/null
+	info "kill -9 of borrowd while its worker was stopped: state $st after $waited_ms ms"
+	check "kill -9 of borrowd while its worker is stopped: the worker runs within 1 s (R or S)" \
+		'[[ $stopped -eq 1 && $st == [RS] && $waited_ms -le 1000 ]]'
+
+	"$bin" --engines none --pace --worker "$wpid:/cgbd-paced9" >"$tmp/borrowd6.log" 2>&1 &
+	bpid=$!
+	pids+=("$bpid")
+	wait_for "$tmp/borrowd6.log" "ready"
+	wait_state "$wpid" T 10 && stopped=1 || stopped=0
+	wd=$(sed -n 's/.*watchdog \([0-9]*\) .*/\1/p' "$tmp/borrowd6.log")
+	# The watchdog stopped first, so that it cannot act on the agent's end.
+	[[ -n $wd ]] && kill -STOP "$wd"
+	kill -KILL "$bpid"
+	[[ -n $wd ]] && kill -KILL "$wd"
+	wait "$bpid" 2>/dev/null
+	sleep 0.5
+	st=$(proc_state "$wpid")
+	info "borrowd and its watchdog (${wd:-none}) killed: the worker's state $st after 0.5 s"
+	check "borrowd and its watchdog killed while the worker is stopped: it stays stopped" \
+		'[[ $stopped -eq 1 && $st == T ]]'
+	run --resume
+	wait_state "$wpid" '!T' 1
+	info "borrowd --resume: exit $rc, the worker's state $st after $waited_ms ms"
+	check "borrowd --resume continues the worker its state file names" \
+		'[[ $rc -eq 0 && $st == [RS] && $waited_ms -le 1000 ]]'
+	kill "$wpid"
 }
 
 stock_tests() {
