@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "borrow_cg.h"
@@ -162,7 +163,7 @@ int bcg_from_pid(struct bcg *g, pid_t pid)
 }
 
 /* The run directory the engines keep their state in (tests move it). */
-static const char *run_dir(void)
+const char *bcg_run_dir(void)
 {
 	const char *dir = getenv("CGBORROW_RUNDIR");
 
@@ -271,21 +272,72 @@ static void path_component(const char *path, int n, char *out, size_t len)
 }
 
 /*
- * A binary logger of containerd (as nerdctl's) has CONTAINER_ID and
- * CONTAINER_NAMESPACE in its environment: the shim sets them. It is the
- * container's worker unless it runs in the container itself.
+ * A process named in a pid file must have started by the time the file was
+ * written (its mtime): a later one holds a reused pid. Start times count
+ * clock ticks since boot, mtimes are wall clock times, from the kernel's
+ * coarse clock: 100 ms of slack for both.
  */
-static pid_t find_logger(const char *ns, const char *id)
+#define STARTED_SLACK_NS	100000000LL
+
+static long long ts_ns(const struct timespec *t)
+{
+	return t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+static bool started_by(unsigned long long start, const struct timespec *when)
+{
+	struct timespec rt, bt;
+	long long hz = sysconf(_SC_CLK_TCK), boot_ns;
+
+	if (hz <= 0 || clock_gettime(CLOCK_REALTIME, &rt) ||
+	    clock_gettime(CLOCK_BOOTTIME, &bt))
+		return false;
+	boot_ns = ts_ns(&rt) - ts_ns(&bt);
+	return boot_ns + (long long)(start * (1000000000LL / hz)) <=
+	       ts_ns(when) + STARTED_SLACK_NS;
+}
+
+/* The process in PATH's pid file, if it started before the file was written. */
+static pid_t pid_file_process(const char *path, struct bcg_proc *p)
+{
+	struct stat st;
+	pid_t pid;
+
+	pid = read_pid_file(path);
+	if (pid <= 0 || stat(path, &st) || bcg_proc_stat(pid, p) ||
+	    !started_by(p->start, &st.st_mtim))
+		return 0;
+	return pid;
+}
+
+/*
+ * A binary logger of containerd (as nerdctl's) is started by the
+ * container's shim, with CONTAINER_ID and CONTAINER_NAMESPACE in its
+ * environment. Anyone can set those: what the kernel vouches for decides.
+ * The logger is a child of the shim, as the container's init is (the shim
+ * reaps it), and it runs in the shim's cgroup, outside the container's:
+ * processes a tenant starts (runc exec's also are the shim's children) are
+ * in a container's cgroup.
+ */
+static pid_t find_logger(const char *ns, const char *id, pid_t init,
+			 pid_t shim)
 {
 	/* Environments can be long; the shim's variables come last. */
 	static char buf[65536];
 	char want_id[160], want_ns[160], path[300];
+	char shim_cg[4096], cg[4096];
 	bool has_id, has_ns;
+	struct bcg_proc p;
 	struct dirent *de;
-	pid_t found = 0;
+	pid_t found = 0, pid;
 	DIR *proc;
 	ssize_t n;
 
+	if (shim <= 1)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)shim);
+	if (bcg_read_file(path, shim_cg, sizeof(shim_cg)) <= 0)
+		return 0;
 	snprintf(want_id, sizeof(want_id), "CONTAINER_ID=%s", id);
 	snprintf(want_ns, sizeof(want_ns), "CONTAINER_NAMESPACE=%s", ns);
 	proc = opendir("/proc");
@@ -293,6 +345,12 @@ static pid_t find_logger(const char *ns, const char *id)
 		return 0;
 	while (!found && (de = readdir(proc))) {
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = (pid_t)strtol(de->d_name, NULL, 10);
+		if (pid == init || bcg_proc_stat(pid, &p) || p.ppid != shim)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cgroup", de->d_name);
+		if (bcg_read_file(path, cg, sizeof(cg)) <= 0 || strcmp(cg, shim_cg))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/environ", de->d_name);
 		n = bcg_read_file(path, buf, sizeof(buf));
@@ -304,7 +362,7 @@ static pid_t find_logger(const char *ns, const char *id)
 			has_ns |= !strcmp(e, want_ns);
 		}
 		if (has_id && has_ns)
-			found = (pid_t)strtol(de->d_name, NULL, 10);
+			found = pid;
 	}
 	closedir(proc);
 	return found;
@@ -332,13 +390,14 @@ static const struct {
 int bcg_for_each_container(bcg_container_fn fn, void *arg)
 {
 	char pattern[PATH_MAX], ns[128], wpath[PATH_MAX];
+	struct bcg_proc init, w;
 	struct bcg_container c;
 	int ret = 0;
 
 	for (size_t e = 0; !ret && e < ARRAY_SIZE(engines); e++) {
 		glob_t gl;
 
-		snprintf(pattern, sizeof(pattern), "%s/%s", run_dir(),
+		snprintf(pattern, sizeof(pattern), "%s/%s", bcg_run_dir(),
 			 engines[e].pattern);
 		if (glob(pattern, 0, NULL, &gl))
 			continue;
@@ -348,24 +407,31 @@ int bcg_for_each_container(bcg_container_fn fn, void *arg)
 			memset(&c, 0, sizeof(c));
 			snprintf(c.engine, sizeof(c.engine), "%s", engines[e].engine);
 			path_component(file, engines[e].id_depth, c.id, sizeof(c.id));
-			c.init_pid = read_pid_file(file);
+			/* A pid file can outlive its process: is it still that one? */
+			c.init_pid = pid_file_process(file, &init);
 			if (c.init_pid <= 0)
 				continue;
+			c.init_start = init.start;
 			if (engines[e].worker) {
 				snprintf(wpath, sizeof(wpath), "%.*s/%s",
 					 (int)(strrchr(file, '/') - file), file,
 					 engines[e].worker);
-				c.worker_pid = read_pid_file(wpath);
 				/* CRI-O: the same layout, another name. */
-				if (c.worker_pid <= 0) {
+				if (access(wpath, F_OK))
 					snprintf(wpath, sizeof(wpath), "%.*s/conmon-pidfile",
 						 (int)(strrchr(file, '/') - file), file);
-					c.worker_pid = read_pid_file(wpath);
-				}
+				/* conmon is the parent of the container's init. */
+				c.worker_pid = pid_file_process(wpath, &w);
+				if (c.worker_pid != init.ppid)
+					c.worker_pid = 0;
 			} else if (engines[e].logger) {
 				path_component(file, 3, ns, sizeof(ns));
-				c.worker_pid = find_logger(ns, c.id);
+				c.worker_pid = find_logger(ns, c.id, c.init_pid, init.ppid);
+				if (c.worker_pid && bcg_proc_stat(c.worker_pid, &w))
+					c.worker_pid = 0;
 			}
+			if (c.worker_pid)
+				c.worker_start = w.start;
 			ret = fn(&c, arg);
 		}
 		globfree(&gl);

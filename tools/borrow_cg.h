@@ -85,6 +85,8 @@ int bcg_init(void);
 const char *bcg_mount(void);
 bool bcg_is_v2(void);
 
+/* Where the engines keep their state: /run ($CGBORROW_RUNDIR in tests). */
+const char *bcg_run_dir(void);
 /* A process's state, parent and start time: 0 or -errno (-ESRCH). */
 int bcg_proc_stat(pid_t pid, struct bcg_proc *p);
 /*

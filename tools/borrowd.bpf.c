@@ -110,13 +110,42 @@ int borrowd_switch(struct sched_switch_args *ctx)
 	/* Runs that began before the agent attached are not counted. */
 	if (run->start && tgid) {
 		w = bpf_map_lookup_elem(&workers, &tgid);
-		if (w)
-			__sync_fetch_and_add(&w->ns, now - run->start);
-		else if (bpf_map_lookup_elem(&daemons, &tgid))
+		if (w) {
+			if (!w->gone)
+				__sync_fetch_and_add(&w->ns, now - run->start);
+		} else if (bpf_map_lookup_elem(&daemons, &tgid)) {
 			daemon_time((__u32)id, run->start, now);
+		}
 	}
 	run->start = now;
 	run->tid = ctx->next_pid;
+	return 0;
+}
+
+/* The sched_process_fork record (include/trace/events/sched.h). */
+struct sched_fork_args {
+	__u64 common;
+	char parent_comm[16];
+	__s32 parent_pid;
+	char child_comm[16];
+	__s32 child_pid;
+};
+
+/*
+ * A new task with a worker's or a daemon's pid: that process has exited
+ * (a live one keeps its pid, a zombie too), and its pid is another's now.
+ * What the new one runs is nobody's work until the agent drops the entry.
+ */
+SEC("tracepoint/sched/sched_process_fork")
+int borrowd_fork(struct sched_fork_args *ctx)
+{
+	__u32 pid = ctx->child_pid;
+	struct worker *w;
+
+	w = bpf_map_lookup_elem(&workers, &pid);
+	if (w)
+		w->gone = 1;
+	bpf_map_delete_elem(&daemons, &pid);
 	return 0;
 }
 

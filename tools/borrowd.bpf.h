@@ -10,9 +10,14 @@
 #define MAX_FDS		65536
 #define MAX_THREADS	65536
 
-/* A worker process (by tgid): the CPU time its threads ran, in ns. */
+/*
+ * A worker process (by tgid): the CPU time its threads ran, in ns. Once a
+ * new task gets its pid, the worker is gone and nothing more counts.
+ */
 struct worker {
 	__u64 ns;
+	__u32 gone;
+	__u32 pad;
 };
 
 /* Per CPU: what runs there since when (for a run still in progress). */

@@ -58,6 +58,7 @@ struct rule {
 	int last_err;		/* reported once until it changes */
 	bool seen;		/* in the last engine scan */
 	bool stopped;		/* paced: SIGSTOPped by us */
+	bool gone;		/* its pid is another process's now */
 	unsigned long rounds, paused;
 };
 
@@ -117,7 +118,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: borrowd [--config FILE] [--worker PID:CGROUP]... [--engines LIST]\n"
-"               [--daemon PID|NAME]... [--pod-logs DIR] [--interval-ms MS]\n"
+"               [--daemon PID|NAME|PATH]... [--pod-logs DIR] [--interval-ms MS]\n"
 "               [--scan-ms MS] [--pace] [--pace-periods N] [--pace-state FILE]\n"
 "               [--no-worker-pid] [--duration SEC] [--verbose]\n"
 "       borrowd [--config FILE] [--pace-state FILE] --resume\n"
@@ -137,7 +138,8 @@ static void usage(FILE *f)
 "  --daemon PID|NAME    a shared daemon (dockerd, containerd with CRI): each\n"
 "                       of its threads' CPU time between two reads goes to\n"
 "                       the container whose pipe or FIFO it read last;\n"
-"                       by pid or by process name; repeatable\n"
+"                       by pid, or by name or path of its executable (a\n"
+"                       process of the host's mount namespace); repeatable\n"
 "  --pod-logs DIR       kubelet's links to pods' log files (NAME-ID.log):\n"
 "                       a daemon's write to one is work for container ID\n"
 "                       (default /var/log/containers)\n"
@@ -212,6 +214,12 @@ static int add_rule(pid_t worker, unsigned long long start,
 		ret = -errno;
 		close(pidfd);
 		return ret;
+	}
+	/* Exited meanwhile: the entry may count another process already. */
+	if (!bcg_pidfd_alive(pidfd)) {
+		bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &worker);
+		close(pidfd);
+		return -ESRCH;
 	}
 	r = &rules[nr_rules++];
 	memset(r, 0, sizeof(*r));
@@ -602,15 +610,19 @@ static void charge_all(bool reap)
 	struct worker w;
 
 	/* The sums first, then what runs now: see read_in_progress(). */
-	for (int i = 0; i < nr_rules; i++)
-		rules[i].sum_ns = bpf_map_lookup_elem(fd, &rules[i].worker, &w) ?
-				  0 : w.ns;
+	for (int i = 0; i < nr_rules; i++) {
+		if (bpf_map_lookup_elem(fd, &rules[i].worker, &w))
+			w = (struct worker){ 0 };
+		rules[i].sum_ns = w.ns;
+		rules[i].gone = w.gone;
+	}
 	read_in_progress(ip);
 	for (int i = 0; i < nr_rules; i++) {
 		struct rule *r = &rules[i];
 		__u64 total = r->sum_ns;
 
-		for (int c = 0; c < nr_cpus; c++)
+		/* Not a run of another process that has the pid now. */
+		for (int c = 0; c < nr_cpus && !r->gone; c++)
 			if (ip[c].tgid == r->worker)
 				total += ip[c].ns;
 		charge_rule(r, total);
@@ -625,16 +637,28 @@ static void charge_all(bool reap)
 		return;
 	for (int i = 0; i < nr_rules; i++)
 		pfds[i] = (struct pollfd){ .fd = rules[i].pidfd, .events = POLLIN };
-	if (poll(pfds, nr_rules, 0) <= 0)
+	if (poll(pfds, nr_rules, 0) < 0)
 		return;
 	/* Backwards: removing moves the last rule into the slot. */
 	for (int i = nr_rules - 1; i >= 0; i--) {
-		if (!pfds[i].revents)
+		if (!pfds[i].revents && !rules[i].gone)
 			continue;
 		if (!bpf_map_lookup_elem(fd, &rules[i].worker, &w))
 			charge_rule(&rules[i], w.ns);
 		remove_rule(&rules[i]);
 	}
+}
+
+/* The group of C's init, if its pid is still that process's: 0 or -error. */
+static int client_of(struct bcg *g, const struct bcg_container *c)
+{
+	struct bcg_proc p;
+	int ret;
+
+	ret = bcg_from_pid(g, c->init_pid);
+	if (!ret && (bcg_proc_stat(c->init_pid, &p) || p.start != c->init_start))
+		ret = -ESRCH;
+	return ret;
 }
 
 /*
@@ -707,7 +731,7 @@ static int scan_container(const struct bcg_container *c, void *arg)
 		}
 		return 0;
 	}
-	if (bcg_from_pid(&g, c->init_pid))
+	if (client_of(&g, c))
 		return 0;	/* the container is going away */
 	add_rule(c->worker_pid, c->worker_start, &g, SRC_ENGINE, c->id);
 	return 0;
@@ -732,20 +756,28 @@ static void scan_engines(void)
 
 /*
  * The thread rule, for shared daemons: every scan maps each daemon's file
- * descriptors that name a container (its FIFOs or pipes, whose paths carry
- * the container's id: dockerd's /run/docker/containerd/ID/init-stdout,
- * containerd CRI's .../containers/ID/io/N/ID-stdout) to the container's
+ * descriptors that are a container's (its FIFOs, in the directory the
+ * engine keeps for the container: dockerd's
+ * /run/docker/containerd/ID/init-stdout, containerd CRI's
+ * .../containers/ID/io/N/ID-stdout; see engine_dirs) to the container's
  * group; the BPF program charges each daemon thread's time between reads
- * to the client it last read from. A container's log file names it when
- * the engine puts the id in its path (dockerd's ID/ID-json.log); a
- * Kubernetes pod's log file (/var/log/pods/NS_POD_UID/NAME/N.log) does
- * not: kubelet names it by a symlink in /var/log/containers
- * (POD_NS_NAME-ID.log), which the scan resolves.
+ * to the client it last read from. dockerd's log file is in such a
+ * directory (/var/lib/docker/containers/ID/ID-json.log); a Kubernetes
+ * pod's log file (/var/log/pods/NS_POD_UID/NAME/N.log) is not, and its
+ * name is partly the tenant's: kubelet names it by a symlink in
+ * /var/log/containers (POD_NS_NAME-ID.log), which the scan resolves.
  */
 struct daemon {
 	pid_t pid;
+	int pidfd;		/* holds it: its pid may be reused */
 	char comm[16];
 	bool seen;
+};
+
+/* A daemon named by its executable: NAME (in the system's bin dirs) or a path. */
+struct daemon_name {
+	char comm[16];
+	char path[PATH_MAX];	/* empty: NAME in the bin dirs */
 };
 
 struct client {
@@ -761,10 +793,11 @@ struct client {
 
 #define MAX_DAEMON_NAMES	8
 
-static char daemon_names[MAX_DAEMON_NAMES][16];
+static struct daemon_name daemon_names[MAX_DAEMON_NAMES];
 static int nr_daemon_names;
 static pid_t daemon_pids[MAX_DAEMON_NAMES];
 static int nr_daemon_pids;
+static bool daemon_pids_held;
 static struct daemon daemons[MAX_DAEMON_NAMES * 4];
 static int nr_daemons;
 static struct client *clients;
@@ -782,21 +815,30 @@ struct pod_log {
 static struct pod_log *pod_logs;
 static int nr_pod_logs, cap_pod_logs;
 
-static void daemon_seen(pid_t pid)
+/* DAEMON is known already: mark it seen if it still runs. */
+static bool daemon_known(pid_t pid)
+{
+	for (int i = 0; i < nr_daemons; i++) {
+		if (daemons[i].pid != pid)
+			continue;
+		daemons[i].seen = bcg_pidfd_alive(daemons[i].pidfd);
+		return true;
+	}
+	return false;
+}
+
+/* A daemon from now on, held by PIDFD (which it takes). */
+static void daemon_add(pid_t pid, int pidfd)
 {
 	__u32 one = 1;
 
-	for (int i = 0; i < nr_daemons; i++) {
-		if (daemons[i].pid == pid) {
-			daemons[i].seen = true;
-			return;
-		}
+	if (nr_daemons == (int)ARRAY_SIZE(daemons) || find_rule(pid) ||
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.daemons), &pid, &one, BPF_ANY)) {
+		close(pidfd);
+		return;
 	}
-	if (nr_daemons == (int)ARRAY_SIZE(daemons) || find_rule(pid))
-		return;
-	if (bpf_map_update_elem(bpf_map__fd(skel->maps.daemons), &pid, &one, BPF_ANY))
-		return;
 	daemons[nr_daemons].pid = pid;
+	daemons[nr_daemons].pidfd = pidfd;
 	daemons[nr_daemons].seen = true;
 	read_comm(pid, daemons[nr_daemons].comm, sizeof(daemons[0].comm));
 	msg("shared daemon %d (%s): charging its threads by what they read",
@@ -804,29 +846,92 @@ static void daemon_seen(pid_t pid)
 	nr_daemons++;
 }
 
-/* The daemons named by pid, and the processes with a daemon's name. */
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/*
+ * Anyone can name a process after a daemon. A daemon by name is a process
+ * of the host, not of a container: in the mount namespace of PID 1, its
+ * executable the daemon's binary there (the path given, or NAME in the
+ * system's bin directories, seen through PID 1's root).
+ */
+static bool is_daemon(pid_t pid, const struct daemon_name *dn)
+{
+	static const char *const dirs[] = {
+		"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
+		"/sbin", "/bin",
+	};
+	char path[PATH_MAX + 64];
+	struct stat host_mnt, mnt, exe, bin;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	if (stat("/proc/1/ns/mnt", &host_mnt) || stat(path, &mnt) ||
+	    !same_file(&host_mnt, &mnt))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &exe))
+		return false;
+	if (dn->path[0]) {
+		if (snprintf(path, sizeof(path), "/proc/1/root%s",
+			     dn->path) >= (int)sizeof(path))
+			return false;
+		return !stat(path, &bin) && same_file(&exe, &bin);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		if (snprintf(path, sizeof(path), "/proc/1/root%s/%s", dirs[i],
+			     dn->comm) < (int)sizeof(path) &&
+		    !stat(path, &bin) && same_file(&exe, &bin))
+			return true;
+	}
+	return false;
+}
+
+/* The daemons named by pid, and the processes a daemon's name finds. */
 static void find_daemons(void)
 {
 	char comm[16];
 	struct dirent *de;
 	DIR *proc;
-	int n = 0;
+	int n = 0, fd;
 
 	for (int i = 0; i < nr_daemons; i++)
 		daemons[i].seen = false;
-	for (int i = 0; i < nr_daemon_pids; i++)
-		if (!kill(daemon_pids[i], 0) || errno != ESRCH)
-			daemon_seen(daemon_pids[i]);
-	if (nr_daemon_names && (proc = opendir("/proc"))) {
+	/*
+	 * By pid: the process that has it at the first scan, held by a pidfd;
+	 * once it exits, another process with its pid is not the daemon.
+	 */
+	for (int i = 0; i < nr_daemon_pids && !daemon_pids_held; i++) {
+		fd = bcg_pidfd(daemon_pids[i], 0);
+		if (fd >= 0)
+			daemon_add(daemon_pids[i], fd);
+		else
+			msg("--daemon %d: no such process", (int)daemon_pids[i]);
+	}
+	daemon_pids_held = true;
+	for (int i = 0; i < nr_daemons; i++)
+		daemons[i].seen = bcg_pidfd_alive(daemons[i].pidfd);
+	proc = nr_daemon_names ? opendir("/proc") : NULL;
+	if (proc) {
 		while ((de = readdir(proc))) {
 			pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
 
 			if (pid <= 0)
 				continue;
 			read_comm(pid, comm, sizeof(comm));
-			for (int i = 0; i < nr_daemon_names; i++)
-				if (!strcmp(comm, daemon_names[i]))
-					daemon_seen(pid);
+			for (int i = 0; i < nr_daemon_names; i++) {
+				if (strcmp(comm, daemon_names[i].comm) || daemon_known(pid))
+					continue;
+				/* Checked with the pid held: it cannot change hands. */
+				fd = bcg_pidfd(pid, 0);
+				if (fd < 0)
+					continue;
+				if (is_daemon(pid, &daemon_names[i]) && bcg_pidfd_alive(fd))
+					daemon_add(pid, fd);
+				else
+					close(fd);
+			}
 		}
 		closedir(proc);
 	}
@@ -836,6 +941,7 @@ static void find_daemons(void)
 			continue;
 		}
 		bpf_map_delete_elem(bpf_map__fd(skel->maps.daemons), &daemons[i].pid);
+		close(daemons[i].pidfd);
 		msg("shared daemon %d (%s): gone", (int)daemons[i].pid, daemons[i].comm);
 	}
 	nr_daemons = n;
@@ -862,7 +968,7 @@ static struct client *daemon_client(pid_t daemon, const struct bcg_container *c)
 	for (int i = 0; i < nr_clients; i++)
 		if (clients[i].daemon == daemon && !strcmp(clients[i].container, c->id))
 			return &clients[i];
-	if (bcg_from_pid(&g, c->init_pid) || nr_clients >= MAX_CLIENTS - 1)
+	if (client_of(&g, c) || nr_clients >= MAX_CLIENTS - 1)
 		return NULL;
 	/* The lowest id that no client holds. */
 	for (id = next_id;; id = id % (MAX_CLIENTS - 1) + 1) {
@@ -961,19 +1067,61 @@ static void scan_pod_logs(void)
 	closedir(dir);
 }
 
+/*
+ * The directories where the engines keep each container's FIFOs and log
+ * files, one directory per container named by its id: dockerd's
+ * /run/docker/containerd/ID/init-stdout and its log
+ * /var/lib/docker/containers/ID/ID-json.log, containerd CRI's
+ * /run/containerd/io.containerd.grpc.v1.cri/containers/ID/io/N/ID-stdout.
+ * Only the engine writes there; a file elsewhere whose name holds an id
+ * (a pod or container name, a file a tenant names) is no container's.
+ */
+static const struct {
+	bool run;		/* under the run directory */
+	const char *dir;
+} engine_dirs[] = {
+	{ true, "docker/containerd" },
+	{ true, "containerd/io.containerd.grpc.v1.cri/containers" },
+	{ false, "/var/lib/docker/containers" },
+};
+
+/* The container id of TARGET if it is in an engine's directory for one. */
+static bool engine_file_id(const char *target, char *id, size_t len)
+{
+	char dir[PATH_MAX];
+	const char *rest, *slash;
+	size_t n;
+
+	for (size_t i = 0; i < ARRAY_SIZE(engine_dirs); i++) {
+		n = snprintf(dir, sizeof(dir), "%s%s%s/",
+			     engine_dirs[i].run ? bcg_run_dir() : "",
+			     engine_dirs[i].run ? "/" : "", engine_dirs[i].dir);
+		if (n >= sizeof(dir) || strncmp(target, dir, n))
+			continue;
+		rest = target + n;
+		slash = strchr(rest, '/');
+		if (!slash || slash == rest || (size_t)(slash - rest) >= len)
+			continue;
+		snprintf(id, len, "%.*s", (int)(slash - rest), rest);
+		return true;
+	}
+	return false;
+}
+
 /* The client of DAEMON whose file TARGET is (a descriptor's link), or NULL. */
 static struct client *fd_client(pid_t daemon, const char *target)
 {
+	char buf[128];
 	const char *id = NULL;
 
 	for (int p = 0; p < nr_pod_logs && !id; p++)
 		if (!strcmp(target, pod_logs[p].path))
 			id = pod_logs[p].id;
-	for (int c = 0; c < nr_containers; c++) {
-		if (id ? !strcmp(containers[c].id, id) :
-		    strlen(containers[c].id) >= 12 && strstr(target, containers[c].id))
+	if (!id && engine_file_id(target, buf, sizeof(buf)))
+		id = buf;
+	for (int c = 0; id && c < nr_containers; c++)
+		if (!strcmp(containers[c].id, id))
 			return daemon_client(daemon, &containers[c]);
-	}
 	return NULL;
 }
 
@@ -1051,6 +1199,8 @@ static void scan_daemon_fds(void)
 
 static int add_daemon(const char *val)
 {
+	struct daemon_name *dn;
+	const char *base;
 	pid_t pid;
 
 	if (!bcg_parse_pid(val, &pid)) {
@@ -1059,10 +1209,23 @@ static int add_daemon(const char *val)
 		daemon_pids[nr_daemon_pids++] = pid;
 		return 0;
 	}
-	if (!*val || strlen(val) >= sizeof(daemon_names[0]) ||
-	    nr_daemon_names == MAX_DAEMON_NAMES || strchr(val, '/'))
+	if (nr_daemon_names == MAX_DAEMON_NAMES)
 		return -EINVAL;
-	snprintf(daemon_names[nr_daemon_names++], sizeof(daemon_names[0]), "%s", val);
+	dn = &daemon_names[nr_daemon_names];
+	if (val[0] == '/') {
+		/* A path: the process name is its file name's first 15 bytes. */
+		base = strrchr(val, '/') + 1;
+		if (!*base || strlen(val) >= sizeof(dn->path))
+			return -EINVAL;
+		snprintf(dn->path, sizeof(dn->path), "%s", val);
+		snprintf(dn->comm, sizeof(dn->comm), "%s", base);
+	} else {
+		if (!*val || strlen(val) >= sizeof(dn->comm) || strchr(val, '/'))
+			return -EINVAL;
+		snprintf(dn->comm, sizeof(dn->comm), "%s", val);
+		dn->path[0] = '\0';
+	}
+	nr_daemon_names++;
 	return 0;
 }
 
@@ -1485,9 +1648,14 @@ int main(int argc, char **argv)
 	}
 	skel->links.borrowd_switch = bpf_program__attach(skel->progs.borrowd_switch);
 	ret = libbpf_get_error(skel->links.borrowd_switch);
+	if (!ret) {
+		skel->links.borrowd_fork = bpf_program__attach(skel->progs.borrowd_fork);
+		ret = libbpf_get_error(skel->links.borrowd_fork);
+	}
 	if (ret) {
 		skel->links.borrowd_switch = NULL;
-		msg("cannot attach to sched_switch: %s (is tracefs mounted?)",
+		skel->links.borrowd_fork = NULL;
+		msg("cannot attach to sched_switch and sched_process_fork: %s (is tracefs mounted?)",
 		    strerror(-ret));
 		borrowd_bpf__destroy(skel);
 		return EXIT_NOFEATURE;

@@ -149,8 +149,10 @@ guest_tests() {
 	make_group $worker_cg
 	echo "# cgroup $(stat -fc %T /sys/fs/cgroup), kernel $(uname -r)"
 
-	# The worker: a busy loop in its own group, stopped until measured.
-	bash -c 'while :; do :; done' &
+	# The worker: a busy loop in its own group, stopped until measured;
+	# a child of it stands for the container's init (conmon is the parent
+	# of the container's first process).
+	bash -c 'sleep 600 & echo $! >"$1"; while :; do :; done' _ "$tmp/init.pid" &
 	wpid=$!
 	pids+=("$wpid")
 	echo "$wpid" >"$(cpu_root)/$worker_cg/cgroup.procs"
@@ -194,12 +196,12 @@ guest_tests() {
 	check "borrowd's own total is what the kernel counted" '[[ $out == *"charged $got_us us"* ]]'
 
 	# The same worker, found as a Podman container's conmon.
-	local pod=$tmp/run/containers/storage/overlay-containers/dddd5555/userdata
+	local pod=$tmp/run/containers/storage/overlay-containers/dddd5555/userdata init
 	mkdir -p "$pod"
-	sleep 600 &
-	pids+=("$!")
-	echo "$!" >"$(cpu_root)/$client/cgroup.procs"
-	echo "$!" >"$pod/pidfile"
+	init=$(cat "$tmp/init.pid")
+	pids+=("$init")
+	echo "$init" >"$(cpu_root)/$client/cgroup.procs"
+	echo "$init" >"$pod/pidfile"
 	echo "$wpid" >"$pod/conmon.pid"
 	CGBORROW_RUNDIR=$tmp/run "$bin" --engines podman --scan-ms 200 >"$tmp/borrowd2.log" 2>&1 &
 	bpid=$!
@@ -215,13 +217,16 @@ guest_tests() {
 	c1=$(charged $client)
 	info "engine rule: client charged $((c1 - c0)) us for about 1 s of the worker"
 	check "... and it is charged" '[[ $((c1 - c0)) -gt 500000 ]]'
-	# CRI-O's name for the same file.
+	# CRI-O's name for the same file: another conmon and its child.
 	local crio=$tmp/run/containers/storage/overlay-containers/ffff7777/userdata
 	mkdir -p "$crio"
-	sleep 600 &
+	bash -c 'sleep 600 & echo $! >"$1"; exec sleep 600' _ "$tmp/init2.pid" &
 	pids+=("$!")
+	wait_for "$tmp/init2.pid" .
+	pids+=("$(cat "$tmp/init2.pid")")
+	cat "$tmp/init2.pid" >"$(cpu_root)/$client/cgroup.procs"
+	cat "$tmp/init2.pid" >"$crio/pidfile"
 	echo "$!" >"$crio/conmon-pidfile"
-	cat "$pod/pidfile" >"$crio/pidfile"
 	wait_for "$tmp/borrowd2.log" "works for /$client, container ffff7777" && rc=0 || rc=1
 	out=$(cat "$tmp/borrowd2.log")
 	check "CRI-O's conmon-pidfile names the worker too" '[[ $rc -eq 0 ]]'
@@ -235,6 +240,7 @@ guest_tests() {
 	pod_log_tests
 	pace_tests
 	pace_kill_tests
+	attack_tests
 }
 
 # A shared daemon for the thread rule: one thread reads two clients' FIFOs
@@ -276,12 +282,14 @@ print(json.dumps({n: int(v * 1e6) for n, v in spent.items()}))
 thread_rule_tests() {
 	local ida=aaaaaaaaaaaa0001 idb=bbbbbbbbbbbb0002 g w dpid bpid task=$tmp/run/containerd/io.containerd.runtime.v2.task/default
 	local -A before=() after=() writer=()
-	mkdir -p "$tmp/fifo"
+	# The FIFOs where dockerd keeps them, a directory per container.
+	local fifo=$tmp/run/docker/containerd
 	for g in $ida $idb; do
 		make_group "cgbd-$g" 50000
-		mkfifo "$tmp/fifo/$g-stdout"
+		mkdir -p "$fifo/$g"
+		mkfifo "$fifo/$g/init-stdout"
 	done
-	python3 -c "$daemon_py" a "$tmp/fifo/$ida-stdout" b "$tmp/fifo/$idb-stdout" >"$tmp/daemon.out" &
+	python3 -c "$daemon_py" a "$fifo/$ida/init-stdout" b "$fifo/$idb/init-stdout" >"$tmp/daemon.out" &
 	dpid=$!
 	pids+=("$dpid")
 	echo "$dpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
@@ -294,7 +302,7 @@ thread_rule_tests() {
 		bash -c 'echo $BASHPID >"$1/cgroup.procs"; exec 9<>"$3" >"$2"
 			while [[ ! -e $4 ]]; do read -r -t 0.05 -u 9; done
 			while :; do echo line; read -r -t 0.01 -u 9; done' \
-			_ "$(cpu_root)/cgbd-$g" "$tmp/fifo/$g-stdout" "$tmp/tick-$g" "$tmp/go" &
+			_ "$(cpu_root)/cgbd-$g" "$fifo/$g/init-stdout" "$tmp/tick-$g" "$tmp/go" &
 		writer[$g]=$!
 		pids+=("$!")
 		mkdir -p "$task/$g"
@@ -502,6 +510,180 @@ pace_kill_tests() {
 	check "borrowd --resume continues the worker its state file names" \
 		'[[ $rc -eq 0 && $st == [RS] && $waited_ms -le 1000 ]]'
 	kill "$wpid"
+}
+
+# A container must not decide who pays: each attack comes from a
+# neighbouring container (a group with a quota of its own; a mount
+# namespace of its own where that matters) and aims its CPU at a quiet
+# victim, whose group must be charged nothing for it over 2 s.
+vid=eeeeeeeeeeee0000000000000000000000000000000000000000000000000005
+# victim_window: what the victim is charged in the next 2 s, in $got.
+victim_window() {
+	local c0 c1
+	c0=$(charged cgbd-victim)
+	sleep 2
+	c1=$(charged cgbd-victim)
+	got=$((c1 - c0))
+}
+# in_neighbour CMD...: CMD in the neighbour's group (exec'd).
+in_neighbour() { bash -c 'echo $BASHPID >"$1/cgroup.procs"; shift; exec "$@"' _ "$(cpu_root)/cgbd-neighbour" "$@"; }
+
+# The attacker of the thread rule: it names itself after the daemon and
+# writes and reads a file, 5 ms of CPU after each.
+spoof_daemon_py='
+import os, sys, time
+with open("/proc/self/comm", "w") as f:
+    f.write(sys.argv[1])
+fd = os.open(sys.argv[2], os.O_RDWR)
+while True:
+    os.write(fd, b"x")
+    os.read(fd, 1)
+    end = time.thread_time() + 0.005
+    while time.thread_time() < end:
+        pass
+'
+# A process with the pid of one that exited (clone3's set_tid, as
+# checkpoint/restore does): prints its pid; it runs a busy loop.
+pid_reuse_py='
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+names = ("flags", "pidfd", "child_tid", "parent_tid", "exit_signal", "stack",
+         "stack_size", "tls", "set_tid", "set_tid_size", "cgroup")
+class Args(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in names]
+tid = (ctypes.c_int * 1)(int(sys.argv[1]))
+args = Args(exit_signal=17, set_tid=ctypes.addressof(tid), set_tid_size=1)
+pid = libc.syscall(435, ctypes.byref(args), ctypes.sizeof(args))
+if pid == 0:
+    null = os.open("/dev/null", os.O_WRONLY)
+    os.dup2(null, 1)
+    os.execv("/bin/bash", ["bash", "-c", "while :; do :; done"])
+print(pid if pid > 0 else -ctypes.get_errno(), flush=True)
+'
+
+attack_tests() {
+	local task=$tmp/run/containerd/io.containerd.runtime.v2.task/default bpid got apid shim logger init conmon
+	make_group cgbd-victim 50000
+	make_group cgbd-neighbour 50000
+	mkdir -p "$task/$vid"
+
+	# 1. The environment: a neighbour's process with the victim's
+	# CONTAINER_ID and CONTAINER_NAMESPACE, started before the victim's
+	# logger (a lower pid). The victim's shim (in the workers' group) has
+	# two children: the container's init, in the victim's group, and the
+	# logger, idle, with the variables the shim sets.
+	CONTAINER_ID=$vid CONTAINER_NAMESPACE=default in_neighbour bash -c 'while :; do :; done' &
+	apid=$!
+	pids+=("$apid")
+	bash -c 'echo $BASHPID >"$1/cgroup.procs"
+		bash -c "echo \$BASHPID >\"$2/cgroup.procs\"; exec sleep 600" & echo $! >"$3.init"
+		CONTAINER_ID=$4 CONTAINER_NAMESPACE=default sleep 600 & echo $! >"$3.logger"
+		wait' _ "$(cpu_root)/cgbd-worker" "$(cpu_root)/cgbd-victim" "$tmp/shim" "$vid" &
+	shim=$!
+	pids+=("$shim")
+	wait_for "$tmp/shim.logger" . && wait_for "$tmp/shim.init" .
+	init=$(cat "$tmp/shim.init") logger=$(cat "$tmp/shim.logger")
+	pids+=("$init" "$logger")
+	echo "$init" >"$task/$vid/init.pid"
+	CGBORROW_RUNDIR=$tmp/run "$bin" --engines containerd --scan-ms 200 >"$tmp/attack1.log" 2>&1 &
+	bpid=$!
+	pids+=("$bpid")
+	wait_for "$tmp/attack1.log" "works for /cgbd-victim"
+	victim_window
+	out=$(cat "$tmp/attack1.log")
+	info "environment: attacker $apid, the victim's logger $logger; victim charged $got us in 2 s"
+	check "attack 1, a neighbour with the victim's CONTAINER_ID in its environment: the victim is charged 0 us" \
+		'[[ $got -eq 0 ]]'
+	check "... and the victim's own logger, the shim's child in the shim's group, is its worker" \
+		'[[ $out == *"worker $logger (sleep) works for /cgbd-victim"* ]]'
+	kill -TERM "$bpid"
+	wait "$bpid"
+	kill "$apid"
+
+	# 2. The process name: a neighbour (in a mount namespace of its own,
+	# as a container's process is) that names itself containerd and
+	# writes and reads the victim's FIFO where the daemon would.
+	local fifo=$tmp/run/containerd/io.containerd.grpc.v1.cri/containers/$vid/io/1
+	mkdir -p "$fifo"
+	mkfifo "$fifo/$vid-stdout"
+	in_neighbour unshare -m python3 -c "$spoof_daemon_py" containerd "$fifo/$vid-stdout" &
+	apid=$!
+	pids+=("$apid")
+	CGBORROW_RUNDIR=$tmp/run "$bin" --engines none --daemon containerd --scan-ms 200 >"$tmp/attack2.log" 2>&1 &
+	bpid=$!
+	pids+=("$bpid")
+	wait_for "$tmp/attack2.log" "ready"
+	sleep 0.5
+	victim_window
+	out=$(cat "$tmp/attack2.log")
+	info "process name: victim charged $got us in 2 s"
+	check "attack 2, a neighbour named containerd reading the victim's FIFO: the victim is charged 0 us" \
+		'[[ $got -eq 0 && $out != *"shared daemon $apid"* ]]'
+	kill -TERM "$bpid"
+	wait "$bpid"
+	kill "$apid"
+
+	# 3. File names: the daemon (named by pid, trusted) writes the
+	# neighbour's log to a file whose path holds the victim's id (a pod
+	# or container name the neighbour chose), 2 ms of CPU per line.
+	mkdir -p "$tmp/pods/default_${vid}_uid/c"
+	: >"$tmp/pods/default_${vid}_uid/c/0.log"
+	python3 -c "$writer_py" "$tmp/pods/default_${vid}_uid/c/0.log" "$tmp/attack3-go" &
+	apid=$!
+	pids+=("$apid")
+	echo "$apid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
+	CGBORROW_RUNDIR=$tmp/run "$bin" --engines none --daemon "$apid" --scan-ms 200 \
+		--pod-logs "$tmp/no-links" >"$tmp/attack3.log" 2>&1 &
+	bpid=$!
+	pids+=("$bpid")
+	wait_for "$tmp/attack3.log" "shared daemon $apid"
+	touch "$tmp/attack3-go"
+	sleep 0.5
+	victim_window
+	out=$(cat "$tmp/attack3.log")
+	info "file names: victim charged $got us in 2 s"
+	check "attack 3, the daemon writes a file whose name holds the victim's id: the victim is charged 0 us" \
+		'[[ $got -eq 0 && $out == *"shared daemon $apid"* ]]'
+	kill -TERM "$bpid"
+	wait "$bpid"
+	kill "$apid"
+
+	# 4. PID reuse: the victim's conmon (the parent of its init) is
+	# charged for; it exits, its pid file stays (as Podman's does for a
+	# stopped container), and a neighbour's busy process gets its pid.
+	local pod=$tmp/run/containers/storage/overlay-containers/$vid/userdata
+	mkdir -p "$pod"
+	bash -c 'bash -c "echo \$BASHPID >\"$1/cgroup.procs\"; exec sleep 600" & echo $! >"$2"; exec sleep 600' \
+		_ "$(cpu_root)/cgbd-victim" "$tmp/conmon.init" &
+	conmon=$!
+	pids+=("$conmon")
+	wait_for "$tmp/conmon.init" .
+	init=$(cat "$tmp/conmon.init")
+	pids+=("$init")
+	echo "$conmon" >"$(cpu_root)/cgbd-worker/cgroup.procs"
+	echo "$init" >"$pod/pidfile"
+	echo "$conmon" >"$pod/conmon.pid"
+	CGBORROW_RUNDIR=$tmp/run "$bin" --engines podman --scan-ms 200 >"$tmp/attack4.log" 2>&1 &
+	bpid=$!
+	pids+=("$bpid")
+	wait_for "$tmp/attack4.log" "worker $conmon (sleep) works for /cgbd-victim" && rc=0 || rc=1
+	out=$(cat "$tmp/attack4.log")
+	check "attack 4 set-up: the victim's conmon works for it" '[[ $rc -eq 0 ]]'
+	kill -KILL "$conmon"
+	wait "$conmon" 2>/dev/null
+	sleep 0.5
+	apid=$(in_neighbour python3 -c "$pid_reuse_py" "$conmon")
+	[[ $apid -gt 0 ]] && pids+=("$apid")
+	info "pid reuse: conmon was $conmon, the neighbour's process is $apid"
+	sleep 0.5
+	victim_window
+	out=$(cat "$tmp/attack4.log")
+	info "pid reuse: victim charged $got us in 2 s"
+	check "attack 4, a neighbour's process with the pid of the victim's exited conmon: the victim is charged 0 us" \
+		'[[ $apid -eq $conmon && $got -eq 0 ]]'
+	kill -TERM "$bpid"
+	wait "$bpid"
+	[[ $apid -gt 0 ]] && kill "$apid"
 }
 
 stock_tests() {

@@ -52,13 +52,15 @@ for n in "$@"; do
 		else
 			echo 50000 >"$cg/ovh-$made/cpu.cfs_quota_us"
 		fi
-		sleep 3600 &
-		pids+=("$!")
-		echo "$!" >"$cg/ovh-$made/cgroup.procs"
-		echo "$!" >"$dir/pidfile"
-		sleep 3600 &
+		# conmon, and its child the container's init (borrowd takes a
+		# conmon that is the parent of the container's first process).
+		bash -c 'sleep 3600 & echo $! >"$1"; exec sleep 3600' _ "$dir/pidfile.new" &
 		pids+=("$!")
 		echo "$!" >"$dir/conmon.pid"
+		until [[ -s $dir/pidfile.new ]]; do sleep 0.01; done
+		mv "$dir/pidfile.new" "$dir/pidfile"
+		pids+=("$(cat "$dir/pidfile")")
+		cat "$dir/pidfile" >"$cg/ovh-$made/cgroup.procs"
 	done
 	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines podman >"$run/borrowd.log" 2>&1 &
 	bpid=$!
