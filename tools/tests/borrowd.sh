@@ -41,8 +41,14 @@ source "$root/tools/tests/lib.sh"
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
-	local p
+	local p g
 	for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
+	# Whatever is left in the test's groups (an orphan the list missed
+	# would keep the TAP stream's pipe open).
+	for g in "$(cpu_root)"/cgbd-*/cgroup.procs; do
+		[[ -e $g ]] || continue
+		while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$g"
+	done
 	wait 2>/dev/null
 	rm -rf "$tmp"
 }
@@ -525,8 +531,6 @@ victim_window() {
 	c1=$(charged cgbd-victim)
 	got=$((c1 - c0))
 }
-# in_neighbour CMD...: CMD in the neighbour's group (exec'd).
-in_neighbour() { bash -c 'echo $BASHPID >"$1/cgroup.procs"; shift; exec "$@"' _ "$(cpu_root)/cgbd-neighbour" "$@"; }
 
 # The attacker of the thread rule: it names itself after the daemon and
 # writes and reads a file, 5 ms of CPU after each.
@@ -566,13 +570,17 @@ attack_tests() {
 	make_group cgbd-victim 50000
 	make_group cgbd-neighbour 50000
 	mkdir -p "$task/$vid"
+	# "${in_neighbour[@]}" CMD...: CMD in the neighbour's group, in the
+	# same process (its pid is $! when run in the background).
+	local in_neighbour=(bash -c 'echo $BASHPID >"$1/cgroup.procs"; shift; exec "$@"' _
+		"$(cpu_root)/cgbd-neighbour")
 
 	# 1. The environment: a neighbour's process with the victim's
 	# CONTAINER_ID and CONTAINER_NAMESPACE, started before the victim's
 	# logger (a lower pid). The victim's shim (in the workers' group) has
 	# two children: the container's init, in the victim's group, and the
 	# logger, idle, with the variables the shim sets.
-	CONTAINER_ID=$vid CONTAINER_NAMESPACE=default in_neighbour bash -c 'while :; do :; done' &
+	CONTAINER_ID=$vid CONTAINER_NAMESPACE=default "${in_neighbour[@]}" bash -c 'while :; do :; done' &
 	apid=$!
 	pids+=("$apid")
 	bash -c 'echo $BASHPID >"$1/cgroup.procs"
@@ -606,7 +614,7 @@ attack_tests() {
 	local fifo=$tmp/run/containerd/io.containerd.grpc.v1.cri/containers/$vid/io/1
 	mkdir -p "$fifo"
 	mkfifo "$fifo/$vid-stdout"
-	in_neighbour unshare -m python3 -c "$spoof_daemon_py" containerd "$fifo/$vid-stdout" &
+	"${in_neighbour[@]}" unshare -m python3 -c "$spoof_daemon_py" containerd "$fifo/$vid-stdout" &
 	apid=$!
 	pids+=("$apid")
 	CGBORROW_RUNDIR=$tmp/run "$bin" --engines none --daemon containerd --scan-ms 200 >"$tmp/attack2.log" 2>&1 &
@@ -672,7 +680,7 @@ attack_tests() {
 	kill -KILL "$conmon"
 	wait "$conmon" 2>/dev/null
 	sleep 0.5
-	apid=$(in_neighbour python3 -c "$pid_reuse_py" "$conmon")
+	apid=$("${in_neighbour[@]}" python3 -c "$pid_reuse_py" "$conmon")
 	[[ $apid -gt 0 ]] && pids+=("$apid")
 	info "pid reuse: conmon was $conmon, the neighbour's process is $apid"
 	sleep 0.5
