@@ -473,6 +473,20 @@ wait_state() {
 # state file names it, and borrowd --resume (the next borrowd's first
 # step) continues it. The client's quota is 10 %: the worker is stopped
 # most of the time.
+# freeze_paced BPID WPID: borrowd BPID frozen (SIGSTOP) at a moment its
+# worker WPID is stopped, so that it cannot continue it before it is
+# killed (paced at 10 %, the worker runs now and then); 20 tries.
+freeze_paced() {
+	local i
+	for ((i = 0; i < 20; i++)); do
+		wait_state "$2" T 10 || return 1
+		kill -STOP "$1"
+		[[ $(proc_state "$2") == T ]] && return 0
+		kill -CONT "$1"
+	done
+	return 1
+}
+
 pace_kill_tests() {
 	local wpid bpid wd stopped st
 	make_group cgbd-paced9 10000
@@ -484,7 +498,7 @@ pace_kill_tests() {
 	bpid=$!
 	pids+=("$bpid")
 	wait_for "$tmp/borrowd5.log" "ready"
-	wait_state "$wpid" T 10 && stopped=1 || stopped=0
+	freeze_paced "$bpid" "$wpid" && stopped=1 || stopped=0
 	out=$(cat "$tmp/borrowd5.log")
 	check "--pace stops the worker of a client that owes (state T)" '[[ $stopped -eq 1 ]]'
 	kill -KILL "$bpid"
@@ -498,9 +512,9 @@ pace_kill_tests() {
 	bpid=$!
 	pids+=("$bpid")
 	wait_for "$tmp/borrowd6.log" "ready"
-	wait_state "$wpid" T 10 && stopped=1 || stopped=0
 	wd=$(sed -n 's/.*watchdog \([0-9]*\) .*/\1/p' "$tmp/borrowd6.log")
-	# The watchdog stopped first, so that it cannot act on the agent's end.
+	freeze_paced "$bpid" "$wpid" && stopped=1 || stopped=0
+	# The watchdog stopped too, so that it cannot act on the agent's end.
 	[[ -n $wd ]] && kill -STOP "$wd"
 	kill -KILL "$bpid"
 	[[ -n $wd ]] && kill -KILL "$wd"
