@@ -39,10 +39,7 @@ root=$(cd "$(dirname "$self")/.." && pwd)
 # The entry points that do not answer --help yet, and whose files this
 # change does not own: their --help failing is a skip with the reason, not
 # a failure (their side effects still fail). Remove a line once it passes.
-declare -A HELP_PENDING=(
-	[tools/tests/borrowd.sh]="takes host|guest|stock first; --help is not handled yet (tools/tests is the tools' owner's)"
-	[tools/tests/cgborrow.sh]="takes host|guest|stock first; --help is not handled yet (tools/tests is the tools' owner's)"
-)
+declare -A HELP_PENDING=()
 
 # The arguments of a real run of each guest-only script (they must be
 # refused as they are without any).

@@ -25,8 +25,17 @@
 # Expects the tools built (make -C tools) in .build/tools.
 set -uo pipefail
 
-mode=${1:?usage: borrowd.sh host|guest|stock}
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=scripts/guest-check.sh
+source "$root/scripts/guest-check.sh"
+case ${1:-} in
+-h | --help) awk '/^# Tests of/, /^# Expects/' "$0" | cut -c3-; exit 0 ;;
+host) ;;
+# These make groups at the root of the hierarchy: in the guest only.
+guest | stock) cfsb_guest_only ;;
+*) echo "usage: borrowd.sh host|guest|stock (--help)" >&2; exit 2 ;;
+esac
+mode=$1
 bin=${BORROWD:-$root/.build/tools/borrowd}
 [[ -x $bin ]] || { echo "Bail out! $bin is not built (make -C tools)"; exit 1; }
 # How far the charged time may be from the worker's CPU time, in percent.
