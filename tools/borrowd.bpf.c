@@ -122,24 +122,31 @@ int borrowd_switch(struct sched_switch_args *ctx)
 	return 0;
 }
 
-/* The sched_process_fork record (include/trace/events/sched.h). */
-struct sched_fork_args {
+/*
+ * The sched_wakeup_new record (sched_wakeup_template in
+ * include/trace/events/sched.h), the same from 6.12 to mainline; not
+ * sched_process_fork, whose comm fields became dynamic strings in mainline
+ * (its child_pid moved, and a program reading it at 6.12's offset does not
+ * attach there).
+ */
+struct sched_wakeup_new_args {
 	__u64 common;
-	char parent_comm[16];
-	__s32 parent_pid;
-	char child_comm[16];
-	__s32 child_pid;
+	char comm[16];
+	__s32 pid;
+	__s32 prio;
+	__s32 target_cpu;
 };
 
 /*
  * A new task with a worker's or a daemon's pid: that process has exited
  * (a live one keeps its pid, a zombie too), and its pid is another's now.
  * What the new one runs is nobody's work until the agent drops the entry.
+ * The new task is woken here for the first time, before it can run.
  */
-SEC("tracepoint/sched/sched_process_fork")
-int borrowd_fork(struct sched_fork_args *ctx)
+SEC("tracepoint/sched/sched_wakeup_new")
+int borrowd_fork(struct sched_wakeup_new_args *ctx)
 {
-	__u32 pid = ctx->child_pid;
+	__u32 pid = ctx->pid;
 	struct worker *w;
 
 	w = bpf_map_lookup_elem(&workers, &pid);

@@ -1655,7 +1655,7 @@ int main(int argc, char **argv)
 	if (ret) {
 		skel->links.borrowd_switch = NULL;
 		skel->links.borrowd_fork = NULL;
-		msg("cannot attach to sched_switch and sched_process_fork: %s (is tracefs mounted?)",
+		msg("cannot attach to sched_switch and sched_wakeup_new: %s (is tracefs mounted?)",
 		    strerror(-ret));
 		borrowd_bpf__destroy(skel);
 		return EXIT_NOFEATURE;
