@@ -67,7 +67,8 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
   9. the other targets, mainline 7.2 on x86_64 and 6.12 on arm64 (QEMU's
      virt machine, Cortex-A72): their stock and patched kernels, the 7.2
      series patch by patch, and in the guest the KUnit suite and
-     test_borrowing on cgroup v2 and v1, the upstream test_cpu on stock
+     test_borrowing on cgroup v2 and v1, on 7.2 the tools' guest tests
+     (cgborrow, borrowd; v2), the upstream test_cpu on stock
      and patched (v2) on the instruction clock (on the wall clock, under
      emulation, 7.2's stock kernel fails test_cpucg_max in most runs).
      With --targets none (the default) they are not run. With
@@ -392,6 +393,14 @@ target_tests() {
 			"$CFSB_ROOT/scripts/vm-run.sh" --arch "$arch" --kernel "$patched" --cgroup "$cg" -- \
 				selftests/run-in-guest.sh --bin "$bin" "$dir/patched-$cg" kunit borrowing || true
 		done
+		# The tools (built for the host, step 7) on this kernel: borrowd's
+		# BPF programs read tracepoint records whose layout moves between
+		# releases.
+		if [[ $arch == x86_64 ]]; then
+			log "target $base $arch, patched kernel, cgroup v2: cgborrow borrowd"
+			"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched" --cgroup v2 -- \
+				tools/tests/run-in-guest.sh "$dir/tools-patched-v2" cgborrow borrowd || true
+		fi
 		# The upstream test_cpu on the instruction clock: on the wall clock
 		# its 1 ms quota tests (test_cpucg_max, _nested) fail on 7.2's stock
 		# kernel in most runs under emulation; on this clock both kernels
@@ -409,6 +418,8 @@ target_tests() {
 	[[ -f $dir/build.tap ]] || return 0
 	target_summary_files+=("$dir/build.tap")
 	[[ -f $dir/build-each.tap ]] && target_summary_files+=("$dir/build-each.tap")
+	[[ $arch == x86_64 ]] &&
+		target_summary_files+=("$dir/tools-patched-v2/cgborrow.tap" "$dir/tools-patched-v2/borrowd.tap")
 	[[ -f $dir/patched-runs ]] || return 0
 	target_summary_opts+=(--info "$dir/stock-v2/test_cpu.tap" --info "$dir/patched-v2-icount/test_cpu.tap"
 		--same-or-better "$dir/stock-v2/test_cpu.tap" "$(cat "$dir/patched-runs")")
