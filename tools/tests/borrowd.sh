@@ -26,16 +26,9 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=scripts/guest-check.sh
-source "$root/scripts/guest-check.sh"
-case ${1:-} in
--h | --help) awk '/^# Tests of/, /^# Expects/' "$0" | cut -c3-; exit 0 ;;
-host) ;;
-# These make groups at the root of the hierarchy: in the guest only.
-guest | stock) cfsb_guest_only ;;
-*) echo "usage: borrowd.sh host|guest|stock (--help)" >&2; exit 2 ;;
-esac
-mode=$1
+# shellcheck source=tools/tests/lib.sh
+source "$root/tools/tests/lib.sh"
+test_mode "${1:-}"
 bin=${BORROWD:-$root/.build/tools/borrowd}
 [[ -x $bin ]] || { echo "Bail out! $bin is not built (make -C tools)"; exit 1; }
 # How far the charged time may be from the worker's CPU time, in percent.
@@ -44,8 +37,6 @@ bin=${BORROWD:-$root/.build/tools/borrowd}
 # a round of 100 ms lost or counted twice (3 % of the window).
 tolerance_pct=${BORROWD_TOLERANCE_PCT:-1}
 
-# shellcheck source=tools/tests/lib.sh
-source "$root/tools/tests/lib.sh"
 
 tmp=$(mktemp -d)
 pids=()

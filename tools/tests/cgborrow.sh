@@ -17,21 +17,12 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=scripts/guest-check.sh
-source "$root/scripts/guest-check.sh"
-case ${1:-} in
--h | --help) awk '/^# Tests of/, /^# Expects/' "$0" | cut -c3-; exit 0 ;;
-host) ;;
-# These make groups at the root of the hierarchy: in the guest only.
-guest | stock) cfsb_guest_only ;;
-*) echo "usage: cgborrow.sh host|guest|stock (--help)" >&2; exit 2 ;;
-esac
-mode=$1
+# shellcheck source=tools/tests/lib.sh
+source "$root/tools/tests/lib.sh"
+test_mode "${1:-}"
 bin=${CGBORROW:-$root/.build/tools/cgborrow}
 [[ -x $bin ]] || { echo "Bail out! $bin is not built (make -C tools)"; exit 1; }
 
-# shellcheck source=tools/tests/lib.sh
-source "$root/tools/tests/lib.sh"
 # field JSON KEY: a key of the first object of cgborrow show --json.
 field() { python3 -c 'import json,sys; v=json.loads(sys.argv[1])[0][sys.argv[2]]; print("null" if v is None else v)' "$1" "$2"; }
 

@@ -2,7 +2,23 @@
 # What the tools' test scripts share (sourced, not run): TAP lines, running
 # the tool under test ($bin), and cgroups with or without a quota.
 
+# shellcheck source=scripts/guest-check.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/guest-check.sh"
+
 n=0 failed=0
+# test_mode ARG: the script's mode (host, guest or stock) into $mode, after
+# --help (the script's header). guest and stock make groups at the root of
+# the hierarchy: in the guest only.
+test_mode() {
+	case $1 in
+	-h | --help) awk '/^# Tests of/, /^# Expects/' "$0" | cut -c3-; exit 0 ;;
+	host) ;;
+	guest | stock) cfsb_guest_only ;;
+	*) echo "usage: ${0##*/} host|guest|stock (--help)" >&2; exit 2 ;;
+	esac
+	# shellcheck disable=SC2034 # the caller reads it
+	mode=$1
+}
 # check NAME CONDITION: one TAP line; the last run's output on failure.
 check() {
 	n=$((n + 1))
