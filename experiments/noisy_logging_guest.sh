@@ -40,6 +40,8 @@
 # Runs only in that guest (scripts/guest-check.sh; on a board that is there
 # to be tested: CFSB_GUEST_ANYWHERE=1), but for --plan.
 set -euo pipefail
+# shellcheck source=scripts/guest-check.sh
+source "$(dirname "$0")/../scripts/guest-check.sh"
 
 out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread,incg exp2_modes="" exp2_n=""
 sb_burst=0 nerdctl=patched plan_only=0
@@ -54,12 +56,10 @@ while [[ $# -gt 0 ]]; do
 	--sysbench-burst) sb_burst=1; shift ;;
 	--nerdctl) nerdctl=${2:?}; shift 2 ;;
 	--plan) plan_only=1 out=${out:-/dev/null}; shift ;;
-	-h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | cut -c3-; exit 0 ;;
+	-h | --help) cfsb_usage_from_header; exit 0 ;;
 	*) echo "noisy_logging_guest: unknown option $1" >&2; exit 2 ;;
 	esac
 done
-# shellcheck source=scripts/guest-check.sh
-source "$(dirname "$0")/../scripts/guest-check.sh"
 # (--plan only counts: the host asks it.)
 ((plan_only)) || cfsb_guest_only
 [[ -n $out ]] || { echo "noisy_logging_guest: --out DIR is required" >&2; exit 2; }

@@ -13,10 +13,7 @@
 set -euo pipefail
 # shellcheck source=scripts/guest-check.sh
 source "$(dirname "$0")/../scripts/guest-check.sh"
-case ${1:-} in
--h | --help) cfsb_usage_from_header; exit 0 ;;
-esac
-cfsb_guest_only
+cfsb_guest_script "${1:-}"
 
 secs=${1:-5}
 root=/sys/fs/cgroup

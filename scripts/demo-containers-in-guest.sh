@@ -13,10 +13,7 @@
 set -euo pipefail
 # shellcheck source=scripts/guest-check.sh
 source "$(dirname "$0")/guest-check.sh"
-case ${1:-} in
--h | --help) cfsb_usage_from_header; exit 0 ;;
-esac
-cfsb_guest_only
+cfsb_guest_script "${1:-}"
 # shellcheck source=scripts/container-stack.sh
 source "$(dirname "$0")/container-stack.sh"
 

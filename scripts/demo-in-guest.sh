@@ -12,10 +12,7 @@
 set -euo pipefail
 # shellcheck source=scripts/guest-check.sh
 source "$(dirname "$0")/guest-check.sh"
-case ${1:-} in
--h | --help) cfsb_usage_from_header; exit 0 ;;
-esac
-cfsb_guest_only
+cfsb_guest_script "${1:-}"
 
 root=/sys/fs/cgroup
 if [[ $(stat -fc %T $root) == cgroup2fs ]]; then

@@ -48,5 +48,15 @@ cfsb_usage_from_header() {
 	awk 'NR == 1 { next } !/^#/ { exit } !/^# shellcheck / { print }' "$0" | cut -c3-
 }
 
+# cfsb_guest_script ARG: the start of a guest-only script that takes no
+# option of its own first: --help (or -h) prints its usage and exits 0;
+# anything else runs in the guest only (cfsb_guest_only).
+cfsb_guest_script() {
+	case $1 in
+	-h | --help) cfsb_usage_from_header; exit 0 ;;
+	esac
+	cfsb_guest_only
+}
+
 # The checkout, to name the script relative to it.
 CFSB_GUEST_CHECK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

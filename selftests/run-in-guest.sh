@@ -16,10 +16,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/guest-check.sh
 source "$here/../scripts/guest-check.sh"
-case ${1:-} in
--h | --help) cfsb_usage_from_header; exit 0 ;;
-esac
-cfsb_guest_only
+cfsb_guest_script "${1:-}"
 bin=$here/../.build/selftests
 if [[ ${1:-} == --bin ]]; then
 	bin=${2:?--bin needs a directory}

@@ -301,14 +301,7 @@ static void watchdog(int sock)
 		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
 			memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
 		if (m.op == WATCH_STOP && fd >= 0) {
-			struct held *h = held;
-
-			if (nr_held == cap_held) {
-				cap_held = cap_held ? 2 * cap_held : 16;
-				h = realloc(held, cap_held * sizeof(*held));
-			}
-			if (h) {
-				held = h;
+			if (!grow((void **)&held, &cap_held, nr_held + 1, sizeof(*held))) {
 				held[nr_held].pid = m.pid;
 				held[nr_held++].fd = fd;
 				continue;
@@ -1646,15 +1639,18 @@ int main(int argc, char **argv)
 		    "BPF_SYSCALL and tracepoints)", strerror(errno));
 		return errno == EPERM ? EXIT_NOPERM : EXIT_NOFEATURE;
 	}
+	/* A link that failed to attach holds nothing to destroy. */
 	skel->links.borrowd_switch = bpf_program__attach(skel->progs.borrowd_switch);
 	ret = libbpf_get_error(skel->links.borrowd_switch);
-	if (!ret) {
-		skel->links.borrowd_fork = bpf_program__attach(skel->progs.borrowd_fork);
-		ret = libbpf_get_error(skel->links.borrowd_fork);
-	}
 	if (ret) {
 		skel->links.borrowd_switch = NULL;
-		skel->links.borrowd_fork = NULL;
+	} else {
+		skel->links.borrowd_fork = bpf_program__attach(skel->progs.borrowd_fork);
+		ret = libbpf_get_error(skel->links.borrowd_fork);
+		if (ret)
+			skel->links.borrowd_fork = NULL;
+	}
+	if (ret) {
 		msg("cannot attach to sched_switch and sched_wakeup_new: %s (is tracefs mounted?)",
 		    strerror(-ret));
 		borrowd_bpf__destroy(skel);

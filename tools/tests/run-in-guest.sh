@@ -10,10 +10,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/guest-check.sh
 source "$here/../../scripts/guest-check.sh"
-case ${1:-} in
--h | --help) cfsb_usage_from_header; exit 0 ;;
-esac
-cfsb_guest_only
+cfsb_guest_script "${1:-}"
 results=${1:?usage: run-in-guest.sh RESULTS_DIR SUITE...}
 shift
 mkdir -p "$results"
