@@ -139,6 +139,16 @@ print(g["borrowed_usec"] + (g["borrow_dropped_usec"] if both else 0))'
 # runtime PID: the process's CPU time as the scheduler counts it (ns).
 runtime() { cut -d' ' -f1 "/proc/$1/schedstat"; }
 # wait_for FILE TEXT: until FILE has TEXT (10 s at most).
+# start_borrowd LOG ARG...: borrowd in the background, on the test's run
+# directory, its output in LOG; its pid in $bpid (cleanup kills it).
+start_borrowd() {
+	local log=$1
+	shift
+	CGBORROW_RUNDIR=$tmp/run "$bin" "$@" >"$log" 2>&1 &
+	bpid=$!
+	pids+=("$bpid")
+}
+
 wait_for() {
 	local i
 	for ((i = 0; i < 100; i++)); do
@@ -164,9 +174,7 @@ guest_tests() {
 	echo "$wpid" >"$(cpu_root)/$worker_cg/cgroup.procs"
 	kill -STOP "$wpid"
 
-	"$bin" --engines none --worker "$wpid:/$client" >"$tmp/borrowd.log" 2>&1 &
-	bpid=$!
-	pids+=("$bpid")
+	start_borrowd "$tmp/borrowd.log" --engines none --worker "$wpid:/$client"
 	wait_for "$tmp/borrowd.log" "ready" && rc=0 || rc=1
 	out=$(cat "$tmp/borrowd.log")
 	check "borrowd starts, loads and attaches its program" '[[ $rc -eq 0 ]]'
@@ -209,9 +217,7 @@ guest_tests() {
 	echo "$init" >"$(cpu_root)/$client/cgroup.procs"
 	echo "$init" >"$pod/pidfile"
 	echo "$wpid" >"$pod/conmon.pid"
-	CGBORROW_RUNDIR=$tmp/run "$bin" --engines podman --scan-ms 200 >"$tmp/borrowd2.log" 2>&1 &
-	bpid=$!
-	pids+=("$bpid")
+	start_borrowd "$tmp/borrowd2.log" --engines podman --scan-ms 200
 	wait_for "$tmp/borrowd2.log" "works for /$client, container dddd5555" && rc=0 || rc=1
 	out=$(cat "$tmp/borrowd2.log")
 	check "--engines podman: conmon.pid's process works for the container's group" '[[ $rc -eq 0 ]]'
@@ -314,10 +320,7 @@ thread_rule_tests() {
 		mkdir -p "$task/$g"
 		echo "$!" >"$task/$g/init.pid"
 	done
-	CGBORROW_RUNDIR=$tmp/run "$bin" --engines none --daemon "$dpid" --scan-ms 200 \
-		>"$tmp/borrowd3.log" 2>&1 &
-	bpid=$!
-	pids+=("$bpid")
+	start_borrowd "$tmp/borrowd3.log" --engines none --daemon "$dpid" --scan-ms 200
 	wait_for "$tmp/borrowd3.log" "container bbbbbbbbbbbb go" && wait_for "$tmp/borrowd3.log" "container aaaaaaaaaaaa go" &&
 		rc=0 || rc=1
 	out=$(cat "$tmp/borrowd3.log")
@@ -388,10 +391,7 @@ pod_log_tests() {
 	dpid=$!
 	pids+=("$dpid")
 	echo "$dpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
-	CGBORROW_RUNDIR=$tmp/run "$bin" --engines none --daemon "$dpid" --scan-ms 200 \
-		--pod-logs "$tmp/containers" >"$tmp/borrowd4.log" 2>&1 &
-	bpid=$!
-	pids+=("$bpid")
+	start_borrowd "$tmp/borrowd4.log" --engines none --daemon "$dpid" --scan-ms 200 --pod-logs "$tmp/containers"
 	wait_for "$tmp/borrowd4.log" "container cccccccccccc go to /cgbd-pod" && rc=0 || rc=1
 	out=$(cat "$tmp/borrowd4.log")
 	check "--pod-logs: a log file kubelet links to maps to its container's group" '[[ $rc -eq 0 ]]'
@@ -424,9 +424,7 @@ pace_tests() {
 	wpid=$!
 	pids+=("$wpid")
 	echo "$wpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
-	"$bin" --engines none --pace --worker "$wpid:/cgbd-paced" >"$tmp/borrowd4.log" 2>&1 &
-	bpid=$!
-	pids+=("$bpid")
+	start_borrowd "$tmp/borrowd4.log" --engines none --pace --worker "$wpid:/cgbd-paced"
 	wait_for "$tmp/borrowd4.log" "ready"
 	r0=$(runtime "$wpid") t0=$(date +%s%N)
 	sleep 3
@@ -494,9 +492,7 @@ pace_kill_tests() {
 	wpid=$!
 	pids+=("$wpid")
 	echo "$wpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
-	"$bin" --engines none --pace --worker "$wpid:/cgbd-paced9" >"$tmp/borrowd5.log" 2>&1 &
-	bpid=$!
-	pids+=("$bpid")
+	start_borrowd "$tmp/borrowd5.log" --engines none --pace --worker "$wpid:/cgbd-paced9"
 	wait_for "$tmp/borrowd5.log" "ready"
 	freeze_paced "$bpid" "$wpid" && stopped=1 || stopped=0
 	out=$(cat "$tmp/borrowd5.log")
@@ -508,9 +504,7 @@ pace_kill_tests() {
 	check "kill -9 of borrowd while its worker is stopped: the worker runs within 1 s (R or S)" \
 		'[[ $stopped -eq 1 && $st == [RS] && $waited_ms -le 1000 ]]'
 
-	"$bin" --engines none --pace --worker "$wpid:/cgbd-paced9" >"$tmp/borrowd6.log" 2>&1 &
-	bpid=$!
-	pids+=("$bpid")
+	start_borrowd "$tmp/borrowd6.log" --engines none --pace --worker "$wpid:/cgbd-paced9"
 	wait_for "$tmp/borrowd6.log" "ready"
 	wd=$(sed -n 's/.*watchdog \([0-9]*\) .*/\1/p' "$tmp/borrowd6.log")
 	freeze_paced "$bpid" "$wpid" && stopped=1 || stopped=0
@@ -607,9 +601,7 @@ attack_tests() {
 	init=$(cat "$tmp/shim.init") logger=$(cat "$tmp/shim.logger")
 	pids+=("$init" "$logger")
 	echo "$init" >"$task/$vid/init.pid"
-	CGBORROW_RUNDIR=$tmp/run "$bin" --engines containerd --scan-ms 200 >"$tmp/attack1.log" 2>&1 &
-	bpid=$!
-	pids+=("$bpid")
+	start_borrowd "$tmp/attack1.log" --engines containerd --scan-ms 200
 	wait_for "$tmp/attack1.log" "works for /cgbd-victim"
 	victim_window
 	out=$(cat "$tmp/attack1.log")
@@ -631,9 +623,7 @@ attack_tests() {
 	"${in_neighbour[@]}" unshare -m python3 -c "$spoof_daemon_py" containerd "$fifo/$vid-stdout" &
 	apid=$!
 	pids+=("$apid")
-	CGBORROW_RUNDIR=$tmp/run "$bin" --engines none --daemon containerd --scan-ms 200 >"$tmp/attack2.log" 2>&1 &
-	bpid=$!
-	pids+=("$bpid")
+	start_borrowd "$tmp/attack2.log" --engines none --daemon containerd --scan-ms 200
 	wait_for "$tmp/attack2.log" "ready"
 	sleep 0.5
 	victim_window
@@ -654,10 +644,7 @@ attack_tests() {
 	apid=$!
 	pids+=("$apid")
 	echo "$apid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
-	CGBORROW_RUNDIR=$tmp/run "$bin" --engines none --daemon "$apid" --scan-ms 200 \
-		--pod-logs "$tmp/no-links" >"$tmp/attack3.log" 2>&1 &
-	bpid=$!
-	pids+=("$bpid")
+	start_borrowd "$tmp/attack3.log" --engines none --daemon "$apid" --scan-ms 200 --pod-logs "$tmp/no-links"
 	wait_for "$tmp/attack3.log" "shared daemon $apid"
 	touch "$tmp/attack3-go"
 	sleep 0.5
@@ -685,9 +672,7 @@ attack_tests() {
 	echo "$conmon" >"$(cpu_root)/cgbd-worker/cgroup.procs"
 	echo "$init" >"$pod/pidfile"
 	echo "$conmon" >"$pod/conmon.pid"
-	CGBORROW_RUNDIR=$tmp/run "$bin" --engines podman --scan-ms 200 >"$tmp/attack4.log" 2>&1 &
-	bpid=$!
-	pids+=("$bpid")
+	start_borrowd "$tmp/attack4.log" --engines podman --scan-ms 200
 	wait_for "$tmp/attack4.log" "worker $conmon (sleep) works for /cgbd-victim" && rc=0 || rc=1
 	out=$(cat "$tmp/attack4.log")
 	check "attack 4 set-up: the victim's conmon works for it" '[[ $rc -eq 0 ]]'
