@@ -139,6 +139,17 @@ print(g["borrowed_usec"] + (g["borrow_dropped_usec"] if both else 0))'
 # runtime PID: the process's CPU time as the scheduler counts it (ns).
 runtime() { cut -d' ' -f1 "/proc/$1/schedstat"; }
 # wait_for FILE TEXT: until FILE has TEXT (10 s at most).
+# conmon_record ID INIT CONMON [NAME]: the files Podman (NAME conmon.pid)
+# or CRI-O (conmon-pidfile) keep for container ID under the test's run
+# directory: the pids of its first process and of its conmon. Written after
+# both started, as the engines write them.
+conmon_record() {
+	local dir=$tmp/run/containers/storage/overlay-containers/$1/userdata
+	mkdir -p "$dir"
+	echo "$2" >"$dir/pidfile"
+	echo "$3" >"$dir/${4:-conmon.pid}"
+}
+
 # start_borrowd LOG ARG...: borrowd in the background, on the test's run
 # directory, its output in LOG; its pid in $bpid (cleanup kills it).
 start_borrowd() {
@@ -210,13 +221,11 @@ guest_tests() {
 	check "borrowd's own total is what the kernel counted" '[[ $out == *"charged $got_us us"* ]]'
 
 	# The same worker, found as a Podman container's conmon.
-	local pod=$tmp/run/containers/storage/overlay-containers/dddd5555/userdata init
-	mkdir -p "$pod"
+	local init
 	init=$(cat "$tmp/init.pid")
 	pids+=("$init")
 	echo "$init" >"$(cpu_root)/$client/cgroup.procs"
-	echo "$init" >"$pod/pidfile"
-	echo "$wpid" >"$pod/conmon.pid"
+	conmon_record dddd5555 "$init" "$wpid"
 	start_borrowd "$tmp/borrowd2.log" --engines podman --scan-ms 200
 	wait_for "$tmp/borrowd2.log" "works for /$client, container dddd5555" && rc=0 || rc=1
 	out=$(cat "$tmp/borrowd2.log")
@@ -230,15 +239,12 @@ guest_tests() {
 	info "engine rule: client charged $((c1 - c0)) us for about 1 s of the worker"
 	check "... and it is charged" '[[ $((c1 - c0)) -gt 500000 ]]'
 	# CRI-O's name for the same file: another conmon and its child.
-	local crio=$tmp/run/containers/storage/overlay-containers/ffff7777/userdata
-	mkdir -p "$crio"
 	bash -c 'sleep 600 & echo $! >"$1"; exec sleep 600' _ "$tmp/init2.pid" &
 	pids+=("$!")
 	wait_for "$tmp/init2.pid" .
 	pids+=("$(cat "$tmp/init2.pid")")
 	cat "$tmp/init2.pid" >"$(cpu_root)/$client/cgroup.procs"
-	cat "$tmp/init2.pid" >"$crio/pidfile"
-	echo "$!" >"$crio/conmon-pidfile"
+	conmon_record ffff7777 "$(cat "$tmp/init2.pid")" "$!" conmon-pidfile
 	wait_for "$tmp/borrowd2.log" "works for /$client, container ffff7777" && rc=0 || rc=1
 	out=$(cat "$tmp/borrowd2.log")
 	check "CRI-O's conmon-pidfile names the worker too" '[[ $rc -eq 0 ]]'
@@ -660,8 +666,6 @@ attack_tests() {
 	# 4. PID reuse: the victim's conmon (the parent of its init) is
 	# charged for; it exits, its pid file stays (as Podman's does for a
 	# stopped container), and a neighbour's busy process gets its pid.
-	local pod=$tmp/run/containers/storage/overlay-containers/$vid/userdata
-	mkdir -p "$pod"
 	bash -c 'bash -c "echo \$BASHPID >\"$1/cgroup.procs\"; exec sleep 600" & echo $! >"$2"; exec sleep 600' \
 		_ "$(cpu_root)/cgbd-victim" "$tmp/conmon.init" &
 	conmon=$!
@@ -670,8 +674,7 @@ attack_tests() {
 	init=$(cat "$tmp/conmon.init")
 	pids+=("$init")
 	echo "$conmon" >"$(cpu_root)/cgbd-worker/cgroup.procs"
-	echo "$init" >"$pod/pidfile"
-	echo "$conmon" >"$pod/conmon.pid"
+	conmon_record "$vid" "$init" "$conmon"
 	start_borrowd "$tmp/attack4.log" --engines podman --scan-ms 200
 	wait_for "$tmp/attack4.log" "worker $conmon (sleep) works for /cgbd-victim" && rc=0 || rc=1
 	out=$(cat "$tmp/attack4.log")
