@@ -421,17 +421,24 @@ pod_log_tests() {
 		'python3 -c "import sys; sys.exit(not ($cpu > 100000 and 80 <= $share <= 101))"'
 }
 
-# --pace: a busy worker charged to a client with a quota of 50 % of a CPU
-# is held to about that share of a CPU.
-pace_tests() {
-	local wpid bpid r0 r1 t0 t1 share
-	make_group cgbd-paced 50000
+# paced_spinner GROUP QUOTA LOG: a busy worker in cgbd-worker ($wpid)
+# charged to a new GROUP with QUOTA us per period by borrowd --pace ($bpid,
+# its output in LOG), once borrowd is ready.
+paced_spinner() {
+	make_group "$1" "$2"
 	bash -c 'while :; do :; done' &
 	wpid=$!
 	pids+=("$wpid")
 	echo "$wpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
-	start_borrowd "$tmp/borrowd4.log" --engines none --pace --worker "$wpid:/cgbd-paced"
-	wait_for "$tmp/borrowd4.log" "ready"
+	start_borrowd "$3" --engines none --pace --worker "$wpid:/$1"
+	wait_for "$3" "ready"
+}
+
+# --pace: a busy worker charged to a client with a quota of 50 % of a CPU
+# is held to about that share of a CPU.
+pace_tests() {
+	local wpid bpid r0 r1 t0 t1 share
+	paced_spinner cgbd-paced 50000 "$tmp/borrowd4.log"
 	r0=$(runtime "$wpid") t0=$(date +%s%N)
 	sleep 3
 	r1=$(runtime "$wpid") t1=$(date +%s%N)
@@ -493,13 +500,7 @@ freeze_paced() {
 
 pace_kill_tests() {
 	local wpid bpid wd stopped st
-	make_group cgbd-paced9 10000
-	bash -c 'while :; do :; done' &
-	wpid=$!
-	pids+=("$wpid")
-	echo "$wpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
-	start_borrowd "$tmp/borrowd5.log" --engines none --pace --worker "$wpid:/cgbd-paced9"
-	wait_for "$tmp/borrowd5.log" "ready"
+	paced_spinner cgbd-paced9 10000 "$tmp/borrowd5.log"
 	freeze_paced "$bpid" "$wpid" && stopped=1 || stopped=0
 	out=$(cat "$tmp/borrowd5.log")
 	check "--pace stops the worker of a client that owes (state T)" '[[ $stopped -eq 1 ]]'
