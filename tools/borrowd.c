@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -36,11 +37,17 @@
 #include <bpf/libbpf.h>
 
 #include "borrow_cg.h"
+#include "borrow_quota.h"
 #include "borrowd.bpf.h"
 #include "borrowd.skel.h"
 
 #define DEFAULT_CONFIG	"/etc/borrowd.conf"
 #define DEFAULT_PACE_STATE	"/run/borrowd/paced"
+#define DEFAULT_QUOTA_STATE	"/run/borrowd/quota"
+
+/* How charges are paid: the kernel's file, or lowered quotas. */
+enum { MODE_AUTO, MODE_KERNEL, MODE_QUOTA };
+static const char *const mode_names[] = { "auto", "kernel", "quota" };
 
 enum { SRC_CONFIG, SRC_ENGINE };
 
@@ -71,9 +78,12 @@ static struct {
 	bool pace;
 	long pace_periods;
 	bool resume;
+	int mode;
 	double duration;
 	char pod_logs[PATH_MAX];
 	char pace_state[PATH_MAX];
+	char quota_state[PATH_MAX];
+	char stats[PATH_MAX];
 } opt = {
 	.interval_ms = 100, .scan_ms = 1000,
 	.pod_logs = "/var/log/containers",
@@ -81,6 +91,7 @@ static struct {
 	.pid_form = true,
 	.pace_periods = 2,
 	.pace_state = DEFAULT_PACE_STATE,
+	.quota_state = DEFAULT_QUOTA_STATE,
 };
 
 static struct rule *rules;
@@ -119,13 +130,17 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: borrowd [--config FILE] [--worker PID:CGROUP]... [--engines LIST]\n"
 "               [--daemon PID|NAME|PATH]... [--pod-logs DIR] [--interval-ms MS]\n"
-"               [--scan-ms MS] [--pace] [--pace-periods N] [--pace-state FILE]\n"
-"               [--no-worker-pid] [--duration SEC] [--verbose]\n"
-"       borrowd [--config FILE] [--pace-state FILE] --resume\n"
+"               [--scan-ms MS] [--mode auto|kernel|quota] [--quota-state FILE]\n"
+"               [--pace] [--pace-periods N] [--pace-state FILE]\n"
+"               [--no-worker-pid] [--stats FILE] [--duration SEC] [--verbose]\n"
+"       borrowd [--config FILE] [--pace-state FILE] [--quota-state FILE] --resume\n"
 "\n"
-"Charges the CPU time of worker processes to their clients' cgroups\n"
-"(cpu.cfs.borrowing_us). A BPF program on sched_switch accounts each\n"
-"worker's CPU time; every interval the agent charges it.\n"
+"Charges the CPU time of worker processes to their clients' cgroups. A BPF\n"
+"program on sched_switch accounts each worker's CPU time; every interval\n"
+"the agent charges it: to cpu.cfs.borrowing_us on a kernel with the\n"
+"borrowing series (kernel mode), or, on any kernel with CFS bandwidth\n"
+"control, by lowering the client's quota for the next periods and\n"
+"restoring it once paid (quota mode). It logs the mode it uses at start.\n"
 "\n"
 "  --config FILE        read FILE (default " DEFAULT_CONFIG " if it exists);\n"
 "                       flags given after it override it\n"
@@ -143,6 +158,11 @@ static void usage(FILE *f)
 "  --pod-logs DIR       kubelet's links to pods' log files (NAME-ID.log):\n"
 "                       a daemon's write to one is work for container ID\n"
 "                       (default /var/log/containers)\n"
+"  --mode MODE          auto (default): kernel where the kernel has\n"
+"                       cpu.cfs.borrowing_us, quota otherwise; or force one\n"
+"  --quota-state FILE   quota mode: the quotas it lowered, for the\n"
+"                       watchdog or the next borrowd to restore should\n"
+"                       borrowd be killed (default " DEFAULT_QUOTA_STATE ")\n"
 "  --pace               stop a worker (SIGSTOP) while its client owes more\n"
 "                       than N periods' quota (--pace-periods, default 2),\n"
 "                       so that it works no faster than the client pays\n"
@@ -151,16 +171,20 @@ static void usage(FILE *f)
 "  --pace-state FILE    the stopped workers, for the next borrowd to\n"
 "                       continue should borrowd and its watchdog both be\n"
 "                       killed (default " DEFAULT_PACE_STATE ")\n"
-"  --resume             continue the workers FILE names, and exit\n"
+"  --resume             continue the workers and restore the quotas the\n"
+"                       state files name, and exit\n"
 "  --interval-ms MS     charge every MS milliseconds (default 100, one CFS\n"
 "                       period)\n"
 "  --scan-ms MS         look for containers every MS ms (default 1000)\n"
 "  --no-worker-pid      charge \"USEC\" only, not \"USEC PID\" (the default\n"
 "                       falls back to it on kernels without the form)\n"
+"  --stats FILE         on SIGUSR1 and at exit, write the totals to FILE\n"
+"                       (JSON)\n"
 "  --duration SEC       exit after SEC seconds (for tests)\n"
 "  --verbose            log every charge\n"
 "\n"
-"SIGTERM or SIGINT: charge what is left and exit; SIGUSR1: print totals.\n"
+"SIGTERM or SIGINT: charge what is left, restore the quotas and exit;\n"
+"SIGUSR1: print totals.\n"
 "Exit status: 0 stopped, 1 error, 2 bad arguments or config, 3 the kernel\n"
 "lacks what borrowd needs.\n");
 }
@@ -322,7 +346,23 @@ static void watchdog(int sock)
 		if (!bcg_pidfd_signal(held[i].fd, SIGCONT))
 			fprintf(stderr, "borrowd-watch: continued worker %d\n",
 				(int)held[i].pid);
+	/* Quotas still lowered: the state file has them (quota mode). */
+	if (opt.mode == MODE_QUOTA)
+		bq_restore_state(opt.quota_state);
 	_exit(0);
+}
+
+/* A state file's directory; a missing one is made (0700). */
+static void make_state_dir(const char *file)
+{
+	char dir[PATH_MAX];
+
+	if (!file)
+		return;
+	snprintf(dir, sizeof(dir), "%s", file);
+	*strrchr(dir, '/') = '\0';
+	if (*dir && mkdir(dir, 0700) && errno != EEXIST)
+		msg("cannot make %s: %s", dir, strerror(errno));
 }
 
 /* Starts the watchdog: 0 or -errno. Before the BPF objects are made. */
@@ -345,8 +385,10 @@ static int start_watchdog(void)
 	}
 	close(sv[1]);
 	watch_sock = sv[0];
-	msg("pacing: watchdog %d continues the stopped workers if borrowd ends",
-	    (int)watch_pid);
+	msg("watchdog %d %s if borrowd ends", (int)watch_pid,
+	    opt.mode != MODE_QUOTA ? "continues the stopped workers" :
+	    opt.pace ? "continues the stopped workers and restores the quotas" :
+	    "restores the quotas");
 	return 0;
 }
 
@@ -466,8 +508,13 @@ static void pace(struct rule *r)
 {
 	long long owed, quota;
 	bool stop_it;
+	int ret;
 
-	if (!opt.pace || bcg_owed(&r->client, &owed, &quota) || quota <= 0)
+	if (!opt.pace)
+		return;
+	ret = opt.mode == MODE_QUOTA ? bq_owed(&r->client, &owed, &quota) :
+				       bcg_owed(&r->client, &owed, &quota);
+	if (ret || quota <= 0)
 		return;
 	/*
 	 * The periods pay a quota each, stopped or not: a debt that runs out
@@ -564,6 +611,22 @@ static void report_error(struct rule *r, int err)
 		    r->client.path, bcg_strerror(err));
 }
 
+/* Charges USEC that WORKER spent for G, as the mode says: 0 or -error. */
+static int charge(const struct bcg *g, unsigned long long usec, pid_t worker)
+{
+	int ret;
+
+	if (opt.mode == MODE_QUOTA)
+		return bq_charge(g, usec, opt.pid_form ? worker : 0);
+	ret = bcg_charge(g, usec, opt.pid_form ? worker : 0);
+	if (ret == -BCG_EPIDFORM) {
+		msg("the kernel takes no \"USEC PID\": charging \"USEC\"");
+		opt.pid_form = false;
+		ret = bcg_charge(g, usec, 0);
+	}
+	return ret;
+}
+
 /* Charge what R's worker ran since its last charge. */
 static int charge_rule(struct rule *r, __u64 total_ns)
 {
@@ -575,12 +638,7 @@ static int charge_rule(struct rule *r, __u64 total_ns)
 	usec = (total_ns - r->counted_ns) / 1000;
 	if (!usec)
 		return 0;
-	ret = bcg_charge(&r->client, usec, opt.pid_form ? r->worker : 0);
-	if (ret == -BCG_EPIDFORM) {
-		msg("the kernel takes no \"USEC PID\": charging \"USEC\"");
-		opt.pid_form = false;
-		ret = bcg_charge(&r->client, usec, 0);
-	}
+	ret = charge(&r->client, usec, r->worker);
 	report_error(r, ret);
 	if (ret)
 		return ret;
@@ -997,12 +1055,7 @@ static void charge_client(struct client *cl, __u64 total_ns)
 	usec = (total_ns - cl->counted_ns) / 1000;
 	if (!usec)
 		return;
-	ret = bcg_charge(&cl->g, usec, opt.pid_form ? cl->daemon : 0);
-	if (ret == -BCG_EPIDFORM) {
-		msg("the kernel takes no \"USEC PID\": charging \"USEC\"");
-		opt.pid_form = false;
-		ret = bcg_charge(&cl->g, usec, 0);
-	}
+	ret = charge(&cl->g, usec, cl->daemon);
 	if (ret != cl->last_err && ret)
 		msg("daemon %d: cannot charge %s: %s", (int)cl->daemon, cl->g.path,
 		    bcg_strerror(ret));
@@ -1240,6 +1293,42 @@ static void print_totals(void)
 		msg("daemon %d, container %.12s -> %s: charged %llu us",
 		    (int)clients[i].daemon, clients[i].container, clients[i].g.path,
 		    clients[i].charged_us);
+	if (opt.mode == MODE_QUOTA)
+		bq_print(stderr);
+}
+
+/* --stats: the totals as JSON, replaced whole (written aside, renamed). */
+static void write_stats(void)
+{
+	unsigned long long charged = 0;
+	char tmp[PATH_MAX + 8];
+	struct rusage ru;
+	FILE *f;
+
+	if (!*opt.stats)
+		return;
+	for (int i = 0; i < nr_rules; i++)
+		charged += rules[i].charged_us;
+	for (int i = 0; i < nr_clients; i++)
+		charged += clients[i].charged_us;
+	getrusage(RUSAGE_SELF, &ru);
+	snprintf(tmp, sizeof(tmp), "%s.new", opt.stats);
+	f = fopen(tmp, "we");
+	if (!f) {
+		msg("%s: %s", tmp, strerror(errno));
+		return;
+	}
+	fprintf(f, "{\"mode\": \"%s\", \"charged_us\": %llu, \"cpu_us\": %lld",
+		mode_names[opt.mode], charged,
+		(long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+		ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+	if (opt.mode == MODE_QUOTA) {
+		fprintf(f, ", ");
+		bq_json(f);
+	}
+	fprintf(f, "}\n");
+	if (fclose(f) || rename(tmp, opt.stats))
+		msg("%s: %s", opt.stats, strerror(errno));
 }
 
 /* Settings, from the config file or the command line. */
@@ -1314,6 +1403,15 @@ static int set_bool(const char *val, bool *b)
 	return 0;
 }
 
+/* An absolute path, with room for a ".new" beside it. */
+static int set_path(const char *val, char *buf, size_t size)
+{
+	if (val[0] != '/' || strlen(val) >= size - 8)
+		return -EINVAL;
+	snprintf(buf, size, "%s", val);
+	return 0;
+}
+
 /* One setting, KEY as the config file names it: 0 or -EINVAL. */
 static int set(const char *key, const char *val)
 {
@@ -1333,14 +1431,23 @@ static int set(const char *key, const char *val)
 		return set_bool(val, &opt.pace);
 	if (!strcmp(key, "pace_periods"))
 		return set_ms(val, &opt.pace_periods);
-	if (!strcmp(key, "pace_state")) {
-		if (val[0] != '/' || strlen(val) >= sizeof(opt.pace_state) - 8)
-			return -EINVAL;
-		snprintf(opt.pace_state, sizeof(opt.pace_state), "%s", val);
-		return 0;
-	}
+	if (!strcmp(key, "pace_state"))
+		return set_path(val, opt.pace_state, sizeof(opt.pace_state));
 	if (!strcmp(key, "daemon"))
 		return add_daemon(val);
+	if (!strcmp(key, "mode")) {
+		for (int m = 0; m < (int)ARRAY_SIZE(mode_names); m++) {
+			if (!strcmp(val, mode_names[m])) {
+				opt.mode = m;
+				return 0;
+			}
+		}
+		return -EINVAL;
+	}
+	if (!strcmp(key, "quota_state"))
+		return set_path(val, opt.quota_state, sizeof(opt.quota_state));
+	if (!strcmp(key, "stats"))
+		return set_path(val, opt.stats, sizeof(opt.stats));
 	if (!strcmp(key, "pod_logs")) {
 		if (val[0] != '/' || strlen(val) >= sizeof(opt.pod_logs))
 			return -EINVAL;
@@ -1415,6 +1522,9 @@ static const struct option long_opts[] = {
 	{ "pod-logs", required_argument, NULL, 'L' },
 	{ "pace-state", required_argument, NULL, 'S' },
 	{ "resume", no_argument, NULL, 'R' },
+	{ "mode", required_argument, NULL, 'M' },
+	{ "quota-state", required_argument, NULL, 'Q' },
+	{ "stats", required_argument, NULL, 'T' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1439,7 +1549,7 @@ static int parse_args(int argc, char **argv)
 		return ret;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:pN:L:S:R", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:pN:L:S:RM:Q:T:", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			continue;
@@ -1466,6 +1576,15 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'S':
 			key = "pace_state";
+			break;
+		case 'M':
+			key = "mode";
+			break;
+		case 'Q':
+			key = "quota_state";
+			break;
+		case 'T':
+			key = "stats";
 			break;
 		case 'R':
 			opt.resume = true;
@@ -1569,6 +1688,64 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return vfprintf(stderr, fmt, ap);
 }
 
+/*
+ * Whether the kernel has cpu.cfs.borrowing_us: 1, 0, or -1 if nothing
+ * tells. A group of the hierarchy's first level with the cpu controller
+ * has it or not; with none, the kernel's symbols say.
+ */
+static int kernel_has_file(void)
+{
+	char path[PATH_MAX + 300], line[256];
+	struct dirent *de;
+	int has = -1;
+	FILE *f;
+	DIR *d;
+
+	d = opendir(bcg_mount());
+	while (d && has < 0 && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", bcg_mount(), de->d_name,
+			 bcg_is_v2() ? "cpu.max" : "cpu.cfs_quota_us");
+		if (access(path, F_OK))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", bcg_mount(), de->d_name,
+			 BORROWING_FILE);
+		has = !access(path, F_OK);
+	}
+	if (d)
+		closedir(d);
+	if (has >= 0)
+		return has;
+	f = fopen("/proc/kallsyms", "re");
+	while (f && has < 0 && fgets(line, sizeof(line), f))
+		if (strstr(line, " cpu_cfs_borrowing_write"))
+			has = 1;
+	if (f) {
+		has = has > 0;
+		fclose(f);
+	}
+	return has;
+}
+
+/* The mode, if auto: the kernel's file where there is one. */
+static void choose_mode(void)
+{
+	int has = kernel_has_file();
+
+	if (opt.mode == MODE_AUTO) {
+		opt.mode = has > 0 ? MODE_KERNEL : MODE_QUOTA;
+		msg("mode: %s (%s)", mode_names[opt.mode],
+		    has > 0 ? "the kernel has " BORROWING_FILE :
+		    has == 0 ? "the kernel has no " BORROWING_FILE ": lowering quotas" :
+		    "no group tells whether the kernel has " BORROWING_FILE);
+	} else {
+		msg("mode: %s (forced)%s", mode_names[opt.mode],
+		    opt.mode == MODE_KERNEL && !has ?
+		    ": the kernel has no " BORROWING_FILE : "");
+	}
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -1590,8 +1767,9 @@ int main(int argc, char **argv)
 	ret = parse_args(argc, argv);
 	if (ret)
 		return ret;
-	/* Workers an earlier borrowd left stopped go first. */
+	/* Workers an earlier borrowd left stopped, and its quotas, go first. */
 	resume_pace_state();
+	bq_restore_state(opt.quota_state);
 	if (opt.resume)
 		return 0;
 	join_host_cgroupns();
@@ -1600,30 +1778,27 @@ int main(int argc, char **argv)
 		msg("%s", bcg_strerror(ret));
 		return 1;
 	}
+	choose_mode();
+	bq_init(opt.quota_state, opt.interval_ms);
 	/* The workers' clients must exist now; their files are checked too. */
 	for (int i = 0; i < nr_pending; i++) {
 		struct bcg g;
 
 		ret = bcg_from_path(&g, pending[i].cgroup);
 		if (!ret)
-			ret = bcg_check(&g);
+			ret = opt.mode == MODE_QUOTA ? bq_check(&g) : bcg_check(&g);
 		if (ret) {
 			msg("%s: %s", pending[i].cgroup, bcg_strerror(ret));
 			return bcg_exit_status(ret) == 1 ? 1 : bcg_exit_status(ret);
 		}
 	}
 
-	if (opt.pace) {
-		char dir[PATH_MAX];
-
-		/* The state file's directory; a missing one is made (0700). */
-		snprintf(dir, sizeof(dir), "%s", opt.pace_state);
-		*strrchr(dir, '/') = '\0';
-		if (*dir && mkdir(dir, 0700) && errno != EEXIST)
-			msg("pacing: cannot make %s: %s", dir, strerror(errno));
+	if (opt.pace || opt.mode == MODE_QUOTA) {
+		make_state_dir(opt.pace ? opt.pace_state : NULL);
+		make_state_dir(opt.mode == MODE_QUOTA ? opt.quota_state : NULL);
 		ret = start_watchdog();
 		if (ret) {
-			msg("pacing: cannot start the watchdog: %s", strerror(-ret));
+			msg("cannot start the watchdog: %s", strerror(-ret));
 			return 1;
 		}
 	}
@@ -1688,8 +1863,8 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
 	start = now_s();
-	msg("ready: charging every %ld ms (engines:%s%s)", opt.interval_ms,
-	    opt.engine_podman ? " podman" : "",
+	msg("ready: charging every %ld ms in %s mode (engines:%s%s)", opt.interval_ms,
+	    mode_names[opt.mode], opt.engine_podman ? " podman" : "",
 	    opt.engine_containerd ? " containerd" : "");
 
 	while (!stop) {
@@ -1704,18 +1879,27 @@ int main(int argc, char **argv)
 		}
 		charge_all(scan);
 		charge_clients();
+		if (opt.mode == MODE_QUOTA)
+			bq_tick();
 		if (dump) {
 			dump = 0;
 			print_totals();
+			write_stats();
 		}
 		if (opt.duration && now - start >= opt.duration)
 			break;
-		usleep(opt.interval_ms * 1000);
+		if (opt.mode == MODE_QUOTA)
+			bq_sleep(opt.interval_ms / 1000.0);
+		else
+			usleep(opt.interval_ms * 1000);
 	}
 	charge_all(false);
 	charge_clients();
 	for (int i = 0; i < nr_rules; i++)
 		unpace(&rules[i]);
+	write_stats();
+	if (opt.mode == MODE_QUOTA)
+		bq_restore_all();
 	if (watch_sock >= 0) {
 		close(watch_sock);
 		waitpid(watch_pid, NULL, 0);

@@ -259,6 +259,7 @@ guest_tests() {
 	pace_tests
 	pace_kill_tests
 	attack_tests
+	quota_tests --mode quota
 }
 
 # A shared daemon for the thread rule: one thread reads two clients' FIFOs
@@ -697,10 +698,177 @@ attack_tests() {
 	[[ $apid -gt 0 ]] && kill "$apid"
 }
 
+# --- quota mode ---------------------------------------------------------------
+# quota_of GROUP: its quota and period, "QUOTA PERIOD" (QUOTA max or -1: none).
+quota_of() {
+	local d
+	d=$(cpu_root)/$1
+	if [[ -e $d/cpu.max ]]; then cat "$d/cpu.max"; else echo "$(cat "$d/cpu.cfs_quota_us") $(cat "$d/cpu.cfs_period_us")"; fi
+}
+# set_quota GROUP QUOTA: another party's write (QUOTA max: none).
+set_quota() {
+	local d
+	d=$(cpu_root)/$1
+	if [[ -e $d/cpu.max ]]; then echo "$2 100000" >"$d/cpu.max"; else
+		[[ $2 == max ]] && set -- "$1" -1
+		echo "$2" >"$d/cpu.cfs_quota_us"
+	fi
+}
+# group_usage GROUP: the group's CPU time (us).
+group_usage() {
+	local d
+	d=$(cpu_root)/$1
+	if [[ -e $d/cpu.stat ]] && grep -q usage_usec "$d/cpu.stat"; then
+		awk '$1 == "usage_usec" { print $2 }' "$d/cpu.stat"
+	else
+		echo $(($(cat "$d/cpuacct.usage") / 1000))
+	fi
+}
+# wait_quota GROUP [!]VALUE SEC: until the group's quota is (or, with !,
+# is not) VALUE, SEC seconds at most; the quota in $q, the time in $waited_ms.
+wait_quota() {
+	local t0=${EPOCHREALTIME/./}
+	while :; do
+		q=$(quota_of "$1")
+		q=${q%% *}
+		waited_ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+		if [[ $2 == !* ]]; then [[ $q != "${2#!}" ]] && return 0; else [[ $q == "$2" ]] && return 0; fi
+		((waited_ms < $3 * 1000)) || return 1
+		sleep 0.02
+	done
+}
+# spinner GROUP CPU: a busy loop in GROUP on CPU, its pid in $spid.
+spinner() {
+	taskset -c "$2" bash -c 'while :; do :; done' &
+	spid=$!
+	pids+=("$spid")
+	echo "$spid" >"$(cpu_root)/$1/cgroup.procs"
+}
+
+# Quota mode (borrowd --mode quota, or auto on a kernel without the file):
+# a worker's CPU time lowers its client's quota until paid. MODE_ARGS are
+# borrowd's mode arguments.
+quota_tests() {
+	local mode_args=("$@") spid cpid wpid bpid u0 u1 r0 r1 t0 t1 share want got st
+	make_group cgbd-qc 50000
+	make_group cgbd-qw
+	spinner cgbd-qc 0
+	cpid=$spid
+	# The worker: 20 ms of CPU every 100 ms, on the other CPU.
+	taskset -c 1 python3 -c '
+import time
+while True:
+    t = time.monotonic() + 0.02
+    while time.monotonic() < t:
+        pass
+    time.sleep(0.08)' &
+	wpid=$!
+	pids+=("$wpid")
+	echo "$wpid" >"$(cpu_root)/cgbd-qw/cgroup.procs"
+	sleep 1
+	u0=$(group_usage cgbd-qc) t0=${EPOCHREALTIME/./}
+	sleep 2
+	u1=$(group_usage cgbd-qc) t1=${EPOCHREALTIME/./}
+	local base=$(((u1 - u0) * 1000 / (t1 - t0)))
+	info "quota mode: the client alone: $((base / 10)).$((base % 10)) % of a CPU (quota 50 %)"
+
+	start_borrowd "$tmp/quota1.log" "${mode_args[@]}" --engines none --quota-state "$tmp/quota" \
+		--stats "$tmp/quota1.json" --worker "$wpid:/cgbd-qc"
+	wait_for "$tmp/quota1.log" "ready" && rc=0 || rc=1
+	out=$(cat "$tmp/quota1.log")
+	check "quota mode: borrowd starts in quota mode" '[[ $rc -eq 0 && $out == *"in quota mode"* ]]'
+	sleep 1
+	u0=$(group_usage cgbd-qc) r0=$(runtime "$wpid") t0=${EPOCHREALTIME/./}
+	sleep 4
+	u1=$(group_usage cgbd-qc) r1=$(runtime "$wpid") t1=${EPOCHREALTIME/./}
+	kill -TERM "$bpid"
+	wait "$bpid"
+	rc=$?
+	out=$(cat "$tmp/quota1.log")
+	# What the kernel series gives it: its quota less what the worker spent.
+	share=$(((u1 - u0) * 1000 / (t1 - t0)))
+	want=$((500 - (r1 - r0) / (t1 - t0)))
+	local writes
+	writes=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["writes"])' "$tmp/quota1.json" 2>/dev/null)
+	info "quota mode: the client had $((share / 10)).$((share % 10)) % of a CPU; its quota less the worker's CPU: $((want / 10)).$((want % 10)) %; ${writes:-?} quota writes in $((${EPOCHREALTIME/./} / 1000000 - t0 / 1000000 + 1)) s"
+	check "quota mode: the client gets its quota less the worker's CPU (within 4 points of a CPU)" \
+		'[[ $rc -eq 0 && $base -ge 450 && $share -ge $((want - 40)) && $share -le $((want + 40)) ]]'
+	st=$(quota_of cgbd-qc)
+	check "quota mode: borrowd restores the quota when it exits (${st})" '[[ $st == "50000 100000" ]]'
+	got=$(python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+print(j["charged_us"] - j["borrowed_us"] - j["dropped_us"])' "$tmp/quota1.json" 2>/dev/null)
+	check "quota mode: every microsecond charged is owed or counted as dropped (--stats)" '[[ $got == 0 ]]'
+	kill "$wpid"
+
+	# A busy worker: the client owes up to its bound, the quota stays low.
+	spinner cgbd-qw 1
+	wpid=$spid
+	start_borrowd "$tmp/quota2.log" "${mode_args[@]}" --engines none --quota-state "$tmp/quota" \
+		--worker "$wpid:/cgbd-qc"
+	wait_quota cgbd-qc '!50000' 5 && rc=0 || rc=1
+	info "quota mode: lowered to $q us after $waited_ms ms"
+	kill -KILL "$bpid"
+	wait "$bpid" 2>/dev/null
+	wait_quota cgbd-qc 50000 1
+	info "kill -9 of borrowd: the quota was $q after $waited_ms ms"
+	check "quota mode: kill -9 of borrowd: its watchdog restores the quota within 1 s" \
+		'[[ $rc -eq 0 && $q == 50000 ]]'
+
+	start_borrowd "$tmp/quota3.log" "${mode_args[@]}" --engines none --quota-state "$tmp/quota" \
+		--worker "$wpid:/cgbd-qc"
+	wait_for "$tmp/quota3.log" "ready"
+	local wd
+	wd=$(sed -n 's/.*watchdog \([0-9]*\) .*/\1/p' "$tmp/quota3.log")
+	wait_quota cgbd-qc '!50000' 5 && rc=0 || rc=1
+	[[ -n $wd ]] && kill -STOP "$wd"
+	kill -KILL "$bpid"
+	[[ -n $wd ]] && kill -KILL "$wd"
+	wait "$bpid" 2>/dev/null
+	sleep 0.5
+	st=$(quota_of cgbd-qc)
+	info "borrowd and its watchdog (${wd:-none}) killed: the quota is $st after 0.5 s"
+	check "quota mode: borrowd and its watchdog killed: the quota stays lowered, in the state file" \
+		'[[ $rc -eq 0 && -n $wd && ${st%% *} != 50000 && -s $tmp/quota ]]'
+	run --quota-state "$tmp/quota" --resume
+	st=$(quota_of cgbd-qc)
+	check "quota mode: borrowd --resume restores the quota the state file names ($st)" \
+		'[[ $rc -eq 0 && $st == "50000 100000" && $out == *"restored the quota"* && ! -e $tmp/quota ]]'
+
+	# Another party's write while the quota is lowered is theirs to keep.
+	start_borrowd "$tmp/quota4.log" "${mode_args[@]}" --engines none --quota-state "$tmp/quota" \
+		--stats "$tmp/quota4.json" --worker "$wpid:/cgbd-qc"
+	wait_quota cgbd-qc '!50000' 5 && rc=0 || rc=1
+	set_quota cgbd-qc 70000
+	wait_for "$tmp/quota4.log" "adopted"
+	# Lowered again from the new quota, then restored to it.
+	wait_quota cgbd-qc '!70000' 3
+	info "after another party wrote 70000: lowered to $q after $waited_ms ms"
+	kill -TERM "$bpid"
+	wait "$bpid" || rc=1
+	st=$(quota_of cgbd-qc)
+	out=$(cat "$tmp/quota4.log")
+	check "quota mode: a quota another party writes while borrowd charges is adopted and kept ($st)" \
+		'[[ $rc -eq 0 && $st == "70000 100000" && $out == *"adopted as the configured one"* ]]'
+	start_borrowd "$tmp/quota5.log" "${mode_args[@]}" --engines none --quota-state "$tmp/quota" \
+		--worker "$wpid:/cgbd-qc"
+	wait_quota cgbd-qc '!70000' 5 && rc=0 || rc=1
+	set_quota cgbd-qc max
+	wait_for "$tmp/quota5.log" "adopted"
+	sleep 0.5
+	kill -TERM "$bpid"
+	wait "$bpid" || rc=1
+	st=$(quota_of cgbd-qc)
+	check "quota mode: a quota removed by another party stays removed ($st)" '[[ $rc -eq 0 && ${st%% *} == @(max|-1) ]]'
+	kill "$wpid" "$cpid"
+}
+
 stock_tests() {
+	mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
 	make_group cgbd-stock 50000
-	run --engines none --worker "$$:/cgbd-stock"
-	check "on the stock kernel: exit 3, the kernel lacks the feature" '[[ $rc -eq 3 && $out == *"has no cpu.cfs.borrowing_us"* ]]'
+	run --mode kernel --engines none --worker "$$:/cgbd-stock"
+	check "on the stock kernel, --mode kernel: exit 3, the kernel lacks the feature" '[[ $rc -eq 3 && $out == *"has no cpu.cfs.borrowing_us"* ]]'
+	quota_tests
 }
 
 run_mode "$mode"

@@ -1,0 +1,883 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * borrowd's quota mode (borrow_quota.h): the accounts, and the quota files
+ * they are paid through.
+ *
+ * A write of a quota refills the group's runtime at once
+ * (tg_set_cfs_bandwidth() calls __refill_cfs_bandwidth_runtime()): a write
+ * in the middle of a period gives a group that used its runtime up a new
+ * one. So a write waits for the group's next period to start (cpu.stat's
+ * nr_periods moves), when the runtime was just refilled anyway, and writes
+ * are made only when the debt calls for them, not every period.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "borrow_quota.h"
+
+/* --- the arithmetic --------------------------------------------------------- */
+
+long long bq_bound(const struct bq_acct *a)
+{
+	if (a->period_us <= 0 || a->quota_us <= 0)
+		return 0;
+	if (a->period_us >= 1000000)
+		return a->quota_us;
+	return a->quota_us * (1000000 / a->period_us) +
+	       a->quota_us * (1000000 % a->period_us) / a->period_us;
+}
+
+long long bq_take(struct bq_acct *a, long long amount)
+{
+	long long room = bq_bound(a) - a->debt_us, took;
+
+	if (amount <= 0)
+		return 0;
+	took = amount < room ? amount : room > 0 ? room : 0;
+	a->debt_us += took;
+	a->borrowed_us += took;
+	a->dropped_us += amount - took;
+	return took;
+}
+
+/* X * NUM / DEN without overflow for the values here (us, under 2^44). */
+static long long scale(long long x, long long num, long long den)
+{
+	return den > 0 ? (long long)((__int128)x * num / den) : 0;
+}
+
+long long bq_pay(struct bq_acct *a, long long elapsed_us, long long used_us)
+{
+	long long unused = 0, lowered, paid;
+
+	if (elapsed_us <= 0 || a->period_us <= 0 || a->debt_us <= 0)
+		return 0;
+	if (used_us >= 0) {
+		unused = scale(a->quota_us - a->lowered_us, elapsed_us,
+			       a->period_us) - used_us;
+		if (unused < 0)
+			unused = 0;
+	}
+	lowered = scale(a->lowered_us, elapsed_us, a->period_us);
+	paid = unused + lowered;
+	if (paid > a->debt_us)
+		paid = a->debt_us;
+	a->debt_us -= paid;
+	a->paid_us += paid;
+	return paid;
+}
+
+long long bq_floor(long long quota_us, int k, long long slice_us,
+		   long long tick_us)
+{
+	long long floor = (slice_us + tick_us) * (k > 0 ? k : 1);
+
+	return floor < quota_us / 2 ? floor : quota_us / 2;
+}
+
+long long bq_target(const struct bq_acct *a, long long floor_us,
+		    long long min_quota_us)
+{
+	long long most = a->quota_us - floor_us, t = a->debt_us / 2;
+
+	if (a->quota_us - min_quota_us < most)
+		most = a->quota_us - min_quota_us;
+	if (t > most)
+		t = most;
+	return t > 0 ? t : 0;
+}
+
+bool bq_must_write(const struct bq_acct *a, long long target,
+		   long long tick_us, long long hyst_us)
+{
+	if (target == a->lowered_us)
+		return false;
+	/* The next tick would take more than is owed. */
+	if (scale(a->lowered_us, tick_us, a->period_us) > a->debt_us)
+		return true;
+	/* Paid: the configured quota again. */
+	if (!target)
+		return a->lowered_us > 0 && !a->debt_us;
+	return target >= a->lowered_us + hyst_us;
+}
+
+/* --- the groups ------------------------------------------------------------- */
+
+struct bq_group {
+	struct bcg g;
+	struct bq_acct a;
+	bool limited;		/* has a quota (configured) */
+	long long written_us;	/* the quota borrowd wrote, -1: none in effect */
+	long long usage_us;	/* at the last tick, -1: unknown */
+	double t;		/* the last tick */
+	double last_use;	/* the last charge or write */
+	/* A decided write waits for the next period. */
+	bool pending;
+	long long pending_lowered;
+	long long pending_periods;	/* nr_periods when decided */
+	double pending_since;
+	unsigned long writes;
+	int last_err;
+};
+
+static struct bq_group *groups;
+static int nr_groups, cap_groups;
+static char state_file[PATH_MAX];
+static long long tick_us = 100000, jiffy_us = 4000, slice_us = 5000;
+static int nr_cpus = 1;
+static unsigned long long total_writes, total_adoptions, total_failed;
+/* Groups forgotten (and what no group could owe): for the totals. */
+static struct bq_acct gone;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "borrowd: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static long long read_ll(const char *path, long long dflt)
+{
+	char buf[64];
+
+	if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
+		return dflt;
+	return strtoll(buf, NULL, 10);
+}
+
+int bq_init(const char *file, long tick_ms)
+{
+	struct timespec res;
+
+	snprintf(state_file, sizeof(state_file), "%s", file);
+	tick_us = tick_ms * 1000;
+	slice_us = read_ll("/proc/sys/kernel/sched_cfs_bandwidth_slice_us", 5000);
+	/* The coarse clocks advance by a tick: their resolution is one. */
+	if (!clock_getres(CLOCK_MONOTONIC_COARSE, &res) && !res.tv_sec &&
+	    res.tv_nsec >= 1000)
+		jiffy_us = res.tv_nsec / 1000;
+	nr_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (nr_cpus < 1)
+		nr_cpus = 1;
+	return 0;
+}
+
+static int write_str(const char *dir, const char *file, const char *val)
+{
+	char path[PATH_MAX + 512];
+	int fd, len = strlen(val), ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, len) != len)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/*
+ * A v2 group: it has cpu.max. Asked of the group, not of bcg_is_v2(), so
+ * that a restore works before bcg_init() (borrowd --resume, the watchdog).
+ */
+static bool dir_v2(const char *dir)
+{
+	char path[PATH_MAX + 512];
+
+	snprintf(path, sizeof(path), "%s/cpu.max", dir);
+	return !access(path, F_OK);
+}
+
+/* The group's quota and period (quota -1: none): 0 or -errno. */
+static int read_quota(const char *dir, long long *quota, long long *period)
+{
+	char path[PATH_MAX + 512], buf[64];
+
+	if (dir_v2(dir)) {
+		snprintf(path, sizeof(path), "%s/cpu.max", dir);
+		if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
+			return access(dir, F_OK) ? -ENOENT : -BCG_ENOCPU;
+		*quota = strncmp(buf, "max", 3) ? strtoll(buf, NULL, 10) : -1;
+		*period = strtoll(buf + strcspn(buf, " "), NULL, 10);
+	} else {
+		snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
+		if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
+			return access(dir, F_OK) ? -ENOENT : -BCG_ENOCPU;
+		*quota = strtoll(buf, NULL, 10);
+		snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
+		*period = read_ll(path, -1);
+	}
+	if (*quota < 0)
+		*quota = -1;
+	return *period > 0 ? 0 : -EIO;
+}
+
+static int write_quota(const char *dir, long long quota, long long period)
+{
+	char buf[64];
+
+	if (dir_v2(dir)) {
+		snprintf(buf, sizeof(buf), "%lld %lld", quota, period);
+		return write_str(dir, "cpu.max", buf);
+	}
+	snprintf(buf, sizeof(buf), "%lld", quota);
+	return write_str(dir, "cpu.cfs_quota_us", buf);
+}
+
+/* A "KEY VALUE" line of a file: the value, or -1. */
+static long long read_key(const char *dir, const char *file, const char *key)
+{
+	char path[PATH_MAX + 512], buf[1024], *p;
+	size_t len = strlen(key);
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, len) && p[len] == ' ')
+			return strtoll(p + len + 1, NULL, 10);
+	return -1;
+}
+
+/* The group's CPU time, us: cpu.stat's on v2, cpuacct's on v1; or -1. */
+static long long read_usage(const char *dir)
+{
+	char path[PATH_MAX + 512];
+	long long ns;
+
+	if (bcg_is_v2())
+		return read_key(dir, "cpu.stat", "usage_usec");
+	/* cpuacct mounted with cpu ("cpu,cpuacct"), as distributions do. */
+	snprintf(path, sizeof(path), "%s/cpuacct.usage", dir);
+	ns = read_ll(path, -1);
+	return ns < 0 ? -1 : ns / 1000;
+}
+
+static long long read_nr_periods(const char *dir)
+{
+	return read_key(dir, "cpu.stat", "nr_periods");
+}
+
+/* Runnable threads of the group and its descendants, up to MAX. */
+static int count_runnable(const char *dir, int max, int depth)
+{
+	char path[PATH_MAX + 512], stat[512], *p;
+	int n = 0, tid;
+	struct dirent *de;
+	FILE *f;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%s", dir,
+		 bcg_is_v2() ? "cgroup.threads" : "tasks");
+	f = fopen(path, "re");
+	if (f) {
+		while (n < max && fscanf(f, "%d", &tid) == 1) {
+			snprintf(path, sizeof(path), "/proc/%d/stat", tid);
+			if (bcg_read_file(path, stat, sizeof(stat)) <= 0)
+				continue;
+			p = strrchr(stat, ')');
+			n += p && p[1] == ' ' && p[2] == 'R';
+		}
+		fclose(f);
+	}
+	if (depth >= 8 || n >= max)
+		return n;
+	d = opendir(dir);
+	if (!d)
+		return n;
+	while (n < max && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		n += count_runnable(path, max - n, depth + 1);
+	}
+	closedir(d);
+	return n;
+}
+
+static struct bq_group *find_group(const char *dir);
+
+/*
+ * The least quota a group may be given: the kernel's minimum, and on v1
+ * the largest of its children's configured quotas at its period: v1
+ * refuses a parent quota below a child's, and a child must always get its
+ * configured quota back. (So on v1 an ancestor is often not lowered at
+ * all: its debt is paid from what it leaves unused, or dropped.)
+ */
+static long long min_quota(const struct bq_group *q)
+{
+	char path[PATH_MAX + 512];
+	long long most = BQ_MIN_QUOTA_US, cq, cp, v;
+	const struct bq_group *child;
+	struct dirent *de;
+	DIR *d;
+
+	if (bcg_is_v2())
+		return most;
+	d = opendir(q->g.dir);
+	if (!d)
+		return most;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", q->g.dir, de->d_name);
+		if (read_quota(path, &cq, &cp) || cq < 0)
+			continue;
+		child = find_group(path);
+		if (child && child->limited)
+			cq = child->a.quota_us;
+		v = (cq * q->a.period_us + cp - 1) / cp;
+		if (v > most)
+			most = v;
+	}
+	closedir(d);
+	return most;
+}
+
+static struct bq_group *find_group(const char *dir)
+{
+	for (int i = 0; i < nr_groups; i++)
+		if (!strcmp(groups[i].g.dir, dir))
+			return &groups[i];
+	return NULL;
+}
+
+/* The group at PATH in the hierarchy, tracked from now on: NULL on error. */
+static struct bq_group *get_group(const char *path, int *err)
+{
+	struct bq_group *q;
+	struct bcg g;
+	long long quota, period;
+
+	*err = bcg_from_path(&g, path);
+	if (*err)
+		return NULL;
+	q = find_group(g.dir);
+	if (q)
+		return q;
+	/* The state file has a line per group, the path last. */
+	if (strchr(g.dir, '\n')) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	*err = read_quota(g.dir, &quota, &period);
+	if (*err)
+		return NULL;
+	if (nr_groups == cap_groups) {
+		int cap = cap_groups ? 2 * cap_groups : 16;
+
+		q = realloc(groups, cap * sizeof(*q));
+		if (!q) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		groups = q;
+		cap_groups = cap;
+	}
+	q = &groups[nr_groups++];
+	memset(q, 0, sizeof(*q));
+	q->g = g;
+	q->a.quota_us = quota;
+	q->a.period_us = period;
+	q->limited = quota > 0;
+	q->written_us = -1;
+	q->usage_us = read_usage(g.dir);
+	q->t = q->last_use = now_s();
+	return q;
+}
+
+/* Saves every lowered quota, "CONFIGURED PERIOD WRITTEN DIR" a line. */
+static int save_state(void)
+{
+	char tmp[PATH_MAX + 8];
+	int ret = 0, n = 0;
+	FILE *f;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.new", state_file) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (int i = 0; i < nr_groups; i++)
+		n += groups[i].written_us >= 0 ||
+		     (groups[i].pending && groups[i].pending_lowered);
+	if (!n) {
+		if (unlink(state_file) && errno != ENOENT)
+			return -errno;
+		return 0;
+	}
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	for (int i = 0; i < nr_groups; i++) {
+		const struct bq_group *q = &groups[i];
+
+		if (q->written_us >= 0)
+			fprintf(f, "%lld %lld %lld %s\n", q->a.quota_us,
+				q->a.period_us, q->written_us, q->g.dir);
+		/* A write about to be made: saved before it is. */
+		if (q->pending && q->pending_lowered)
+			fprintf(f, "%lld %lld %lld %s\n", q->a.quota_us,
+				q->a.period_us, q->a.quota_us - q->pending_lowered,
+				q->g.dir);
+	}
+	if (fclose(f) || rename(tmp, state_file))
+		ret = -errno;
+	return ret;
+}
+
+/* Puts Q's configured quota back if the quota is still ours: 1 if so. */
+static int restore_group(struct bq_group *q)
+{
+	long long quota, period;
+	int ret;
+
+	if (q->written_us < 0)
+		return 0;
+	if (read_quota(q->g.dir, &quota, &period) || quota != q->written_us ||
+	    period != q->a.period_us) {
+		q->written_us = -1;
+		return 0;
+	}
+	ret = write_quota(q->g.dir, q->a.quota_us, q->a.period_us);
+	if (ret) {
+		note("%s: cannot restore the quota %lld: %s", q->g.path,
+		     q->a.quota_us, strerror(-ret));
+		return 0;
+	}
+	q->written_us = -1;
+	q->a.lowered_us = 0;
+	total_writes++;
+	return 1;
+}
+
+/* Ancestors before their descendants: v1 takes no child quota above its parent's. */
+static int by_depth(const void *a, const void *b)
+{
+	const struct bq_group *x = a, *y = b;
+	size_t lx = strlen(x->g.path), ly = strlen(y->g.path);
+
+	return lx < ly ? -1 : lx > ly;
+}
+
+int bq_restore_all(void)
+{
+	int n = 0;
+
+	qsort(groups, nr_groups, sizeof(*groups), by_depth);
+	for (int i = 0; i < nr_groups; i++) {
+		groups[i].pending = false;
+		n += restore_group(&groups[i]);
+	}
+	save_state();
+	return n;
+}
+
+/* A state file line's path: after its three numbers. */
+static const char *line_dir(const char *line)
+{
+	for (int i = 0; i < 3 && *line; i++) {
+		line += strcspn(line, " ");
+		line += strspn(line, " ");
+	}
+	return line;
+}
+
+/* State file lines, ancestors (shorter paths) first. */
+static int by_path_len(const void *a, const void *b)
+{
+	size_t lx = strlen(line_dir(*(char *const *)a));
+	size_t ly = strlen(line_dir(*(char *const *)b));
+
+	return lx < ly ? -1 : lx > ly;
+}
+
+int bq_restore_state(const char *file)
+{
+	long long conf, period, written, quota, cur_period;
+	char **lines = NULL, *line = NULL, *dir;
+	int n = 0, nr = 0, cap = 0, used;
+	size_t len = 0;
+	FILE *f;
+
+	f = fopen(file, "re");
+	if (!f)
+		return 0;
+	while (getline(&line, &len, f) > 0) {
+		char **p;
+
+		if (nr == cap) {
+			cap = cap ? 2 * cap : 16;
+			p = realloc(lines, cap * sizeof(*lines));
+			if (!p)
+				break;
+			lines = p;
+		}
+		line[strcspn(line, "\n")] = '\0';
+		lines[nr++] = line;
+		line = NULL;
+		len = 0;
+	}
+	free(line);
+	fclose(f);
+	if (nr)
+		qsort(lines, nr, sizeof(*lines), by_path_len);
+	for (int i = 0; i < nr; i++) {
+		if (sscanf(lines[i], "%lld %lld %lld %n", &conf, &period, &written,
+			   &used) != 3 || conf <= 0 || period <= 0)
+			continue;
+		dir = lines[i] + used;
+		/* Only a quota that still has the value borrowd wrote. */
+		if (*dir != '/' || read_quota(dir, &quota, &cur_period) ||
+		    quota != written || cur_period != period)
+			continue;
+		if (!write_quota(dir, conf, period)) {
+			fprintf(stderr, "borrowd: restored the quota of %s to %lld/%lld "
+				"us, which an earlier borrowd had lowered to %lld\n",
+				dir, conf, period, written);
+			n++;
+		}
+	}
+	for (int i = 0; i < nr; i++)
+		free(lines[i]);
+	free(lines);
+	unlink(file);
+	return n;
+}
+
+int bq_check(const struct bcg *g)
+{
+	long long quota, period;
+
+	if (!strcmp(g->path, "/"))
+		return -BCG_EROOT;
+	return read_quota(g->dir, &quota, &period);
+}
+
+/* The lowest common ancestor of two paths in the hierarchy, its length. */
+static size_t common_len(const char *a, const char *b)
+{
+	size_t i = 0, last = 0;
+
+	while (a[i] && a[i] == b[i]) {
+		i++;
+		if (a[i] == '/' || !a[i])
+			last = i;
+	}
+	/* One ends where the other has a '/': an ancestor. */
+	if (!a[i] && b[i] == '/')
+		last = i;
+	if (!b[i] && a[i] == '/')
+		last = i;
+	return last;
+}
+
+int bq_charge(const struct bcg *client, unsigned long long usec, pid_t worker)
+{
+	char path[PATH_MAX], *slash;
+	long long amount = usec;
+	struct bq_group *q;
+	struct bcg wg;
+	size_t cut = 0;
+	bool took = false;
+	int err;
+
+	if (!usec)
+		return 0;
+	if (worker > 0 && !bcg_from_pid(&wg, worker))
+		cut = common_len(client->path, wg.path);
+	snprintf(path, sizeof(path), "%s", client->path);
+	q = get_group(path, &err);
+	if (!q)
+		return err;
+	if (strlen(path) <= cut) {
+		/* The worker is in the client: its time was the client's. */
+		q->a.dropped_us += usec;
+		return 0;
+	}
+	while (strlen(path) > cut && amount > 0) {
+		q = get_group(path, &err);
+		if (!q)
+			break;
+		q->last_use = now_s();
+		if (q->limited) {
+			amount = bq_take(&q->a, amount);
+			took = true;
+		}
+		slash = strrchr(path, '/');
+		if (!slash || slash == path)
+			break;
+		*slash = '\0';
+	}
+	if (!took) {
+		q = get_group(client->path, &err);
+		if (q)
+			q->a.dropped_us += usec;
+		else
+			gone.dropped_us += usec;
+	}
+	return 0;
+}
+
+int bq_owed(const struct bcg *g, long long *owed_us, long long *quota_us)
+{
+	struct bq_group *q = find_group(g->dir);
+
+	*owed_us = q ? q->a.debt_us : 0;
+	*quota_us = q && q->limited ? q->a.quota_us : -1;
+	return 0;
+}
+
+/*
+ * Someone else wrote the quota: theirs is the configured one now, and the
+ * debt of a group without a quota is dropped. True if so.
+ */
+static bool adopt(struct bq_group *q)
+{
+	long long quota, period, expect;
+	int ret;
+
+	ret = read_quota(q->g.dir, &quota, &period);
+	if (ret) {
+		if (ret != q->last_err && ret != -ENOENT)
+			note("%s: cannot read the quota: %s", q->g.path, bcg_strerror(ret));
+		q->last_err = ret;
+		return false;
+	}
+	expect = q->written_us >= 0 ? q->written_us : q->limited ? q->a.quota_us : -1;
+	if (quota == expect && period == q->a.period_us)
+		return false;
+	note("%s: the quota is %lld/%lld us now, written by another party: "
+	     "adopted as the configured one", q->g.path, quota, period);
+	total_adoptions++;
+	q->a.quota_us = quota;
+	q->a.period_us = period;
+	q->a.lowered_us = 0;
+	q->written_us = -1;
+	q->pending = false;
+	q->limited = quota > 0;
+	if (!q->limited) {
+		q->a.dropped_us += q->a.debt_us;
+		q->a.debt_us = 0;
+	}
+	save_state();
+	return true;
+}
+
+static void write_lowered(struct bq_group *q)
+{
+	long long lowered = q->pending_lowered, quota = q->a.quota_us - lowered;
+	int ret;
+
+	if (adopt(q))
+		return;
+	q->pending = false;
+	if (lowered == q->a.lowered_us)
+		return;
+	q->pending = true;	/* saved with the state, before the write */
+	ret = save_state();
+	q->pending = false;
+	if (ret && lowered) {
+		note("%s: cannot save %s (%s): the quota stays", q->g.path,
+		     state_file, strerror(-ret));
+		return;
+	}
+	ret = write_quota(q->g.dir, quota, q->a.period_us);
+	if (ret) {
+		total_failed++;
+		if (ret != q->last_err)
+			note("%s: cannot write the quota %lld: %s", q->g.path, quota,
+			     strerror(-ret));
+		q->last_err = ret;
+		save_state();
+		return;
+	}
+	q->last_err = 0;
+	q->a.lowered_us = lowered;
+	q->written_us = lowered ? quota : -1;
+	q->writes++;
+	total_writes++;
+	q->last_use = now_s();
+	if (!lowered)
+		save_state();
+}
+
+/*
+ * How much more a lowering must take before it is written: a twentieth of
+ * the quota, at least the kernel's smallest quota. A debt below twice that
+ * waits for a period the group leaves unused, or for more debt.
+ */
+static long long hysteresis(const struct bq_acct *a)
+{
+	return a->quota_us / 20 > BQ_MIN_QUOTA_US ? a->quota_us / 20 : BQ_MIN_QUOTA_US;
+}
+
+void bq_tick(void)
+{
+	double now = now_s();
+
+	for (int i = 0; i < nr_groups; i++) {
+		struct bq_group *q = &groups[i];
+		long long usage, used = -1, target, floor, elapsed;
+		int k;
+
+		/* Unused for a minute and owing nothing: forgotten. */
+		if (!q->a.debt_us && q->written_us < 0 && !q->pending &&
+		    now - q->last_use > 60) {
+			gone.borrowed_us += q->a.borrowed_us;
+			gone.paid_us += q->a.paid_us;
+			gone.dropped_us += q->a.dropped_us;
+			groups[i--] = groups[--nr_groups];
+			continue;
+		}
+		adopt(q);
+		usage = read_usage(q->g.dir);
+		if (usage >= 0 && q->usage_us >= 0 && usage >= q->usage_us)
+			used = usage - q->usage_us;
+		elapsed = (now - q->t) * 1e6;
+		q->usage_us = usage;
+		q->t = now;
+		if (!q->limited)
+			continue;
+		bq_pay(&q->a, elapsed, used);
+		k = q->a.debt_us ? count_runnable(q->g.dir, nr_cpus, 0) : 1;
+		floor = bq_floor(q->a.quota_us, k, slice_us, jiffy_us);
+		target = bq_target(&q->a, floor, q->a.debt_us ? min_quota(q) : 0);
+		if (!bq_must_write(&q->a, target, tick_us, hysteresis(&q->a))) {
+			q->pending = false;
+			continue;
+		}
+		if (!q->pending) {
+			q->pending_periods = read_nr_periods(q->g.dir);
+			q->pending_since = now;
+		}
+		q->pending = true;
+		q->pending_lowered = target;
+	}
+}
+
+void bq_sleep(double seconds)
+{
+	double end = now_s() + seconds, now;
+	bool any;
+
+	do {
+		any = false;
+		now = now_s();
+		for (int i = 0; i < nr_groups; i++) {
+			struct bq_group *q = &groups[i];
+
+			if (!q->pending)
+				continue;
+			/*
+			 * At the start of the group's next period; an idle
+			 * group's timer stops, and then any time is as good.
+			 */
+			if (read_nr_periods(q->g.dir) != q->pending_periods ||
+			    now - q->pending_since > 1.2 * q->a.period_us / 1e6)
+				write_lowered(q);
+			any |= q->pending;
+		}
+		if (!any)
+			break;
+		usleep(1000);
+	} while (now_s() < end);
+	now = now_s();
+	if (now < end)
+		usleep((end - now) * 1e6);
+}
+
+void bq_totals(struct bq_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->borrowed_us = gone.borrowed_us;
+	t->paid_us = gone.paid_us;
+	t->dropped_us = gone.dropped_us;
+	for (int i = 0; i < nr_groups; i++) {
+		const struct bq_acct *a = &groups[i].a;
+
+		t->groups++;
+		t->lowered += groups[i].written_us >= 0;
+		t->borrowed_us += a->borrowed_us;
+		t->paid_us += a->paid_us;
+		t->dropped_us += a->dropped_us;
+		t->debt_us += a->debt_us;
+	}
+	t->writes = total_writes;
+	t->adoptions = total_adoptions;
+	t->failed_writes = total_failed;
+}
+
+void bq_print(FILE *f)
+{
+	for (int i = 0; i < nr_groups; i++) {
+		const struct bq_group *q = &groups[i];
+
+		fprintf(f, "borrowd: quota %s: %lld/%lld us (lowered by %lld), "
+			"borrowed %llu us, paid %llu, owes %lld, dropped %llu, "
+			"%lu writes\n", q->g.path, q->a.quota_us, q->a.period_us,
+			q->a.lowered_us, q->a.borrowed_us, q->a.paid_us,
+			q->a.debt_us, q->a.dropped_us, q->writes);
+	}
+}
+
+/* S as a JSON string. */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+void bq_json(FILE *f)
+{
+	struct bq_totals t;
+
+	bq_totals(&t);
+	fprintf(f, "\"borrowed_us\": %llu, \"paid_us\": %llu, \"dropped_us\": %llu, "
+		"\"debt_us\": %llu, \"writes\": %llu, \"adoptions\": %llu, "
+		"\"failed_writes\": %llu, \"lowered_groups\": %d, \"groups\": [",
+		t.borrowed_us, t.paid_us, t.dropped_us, t.debt_us, t.writes,
+		t.adoptions, t.failed_writes, t.lowered);
+	for (int i = 0; i < nr_groups; i++) {
+		const struct bq_group *q = &groups[i];
+
+		fprintf(f, "%s\n  {\"path\": ", i ? "," : "");
+		json_str(f, q->g.path);
+		fprintf(f, ", \"quota_us\": %lld, \"period_us\": %lld, "
+			"\"lowered_us\": %lld, \"borrowed_us\": %llu, \"paid_us\": %llu, "
+			"\"debt_us\": %lld, \"dropped_us\": %llu, \"writes\": %lu}",
+			q->a.quota_us, q->a.period_us, q->a.lowered_us,
+			q->a.borrowed_us, q->a.paid_us, q->a.debt_us,
+			q->a.dropped_us, q->writes);
+	}
+	fprintf(f, "]");
+}

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The arithmetic of borrowd's quota mode (tools/borrow_quota.c): what a
+ * level owes, what a period pays, how much a quota is lowered by and when
+ * a lowering is written. Pure functions: runs anywhere, KTAP on stdout.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../borrow_quota.h"
+
+static int nr_tests, nr_failed, case_failed;
+
+#define EXPECT(cond) do {						\
+	if (!(cond)) {							\
+		printf("# %s:%d: expected %s\n", __func__, __LINE__, #cond); \
+		case_failed = 1;					\
+	}								\
+} while (0)
+
+#define EXPECT_EQ(a, b) do {						\
+	long long _a = (a), _b = (b);					\
+	if (_a != _b) {							\
+		printf("# %s:%d: %s == %lld, expected %lld\n", __func__,	\
+		       __LINE__, #a, _a, _b);				\
+		case_failed = 1;					\
+	}								\
+} while (0)
+
+static void run(const char *name, void (*fn)(void))
+{
+	case_failed = 0;
+	fn();
+	nr_tests++;
+	nr_failed += case_failed;
+	printf("%s %d %s\n", case_failed ? "not ok" : "ok", nr_tests, name);
+}
+
+/* A group with a 50 ms quota every 100 ms. */
+static struct bq_acct acct(long long debt, long long lowered)
+{
+	return (struct bq_acct){ .quota_us = 50000, .period_us = 100000,
+				 .debt_us = debt, .lowered_us = lowered };
+}
+
+static void bound_is_a_second_of_quota(void)
+{
+	struct bq_acct a = acct(0, 0);
+
+	EXPECT_EQ(bq_bound(&a), 500000);
+	a.period_us = 300000;
+	a.quota_us = 100000;
+	EXPECT_EQ(bq_bound(&a), 333333);
+	/* Periods over a second: one quota. */
+	a.period_us = 2000000;
+	EXPECT_EQ(bq_bound(&a), 100000);
+	a.quota_us = -1;
+	EXPECT_EQ(bq_bound(&a), 0);
+}
+
+static void take_drops_beyond_the_bound(void)
+{
+	struct bq_acct a = acct(450000, 0);
+
+	EXPECT_EQ(bq_take(&a, 30000), 30000);
+	EXPECT_EQ(bq_take(&a, 30000), 20000);
+	EXPECT_EQ(a.debt_us, 500000);
+	EXPECT_EQ(a.borrowed_us, 50000);
+	EXPECT_EQ(a.dropped_us, 10000);
+	EXPECT_EQ(bq_take(&a, 1), 0);
+	EXPECT_EQ(bq_take(&a, -5), 0);
+	EXPECT_EQ(a.borrowed_us + a.dropped_us, 60001);
+}
+
+/* A pod (parent) owes no more than its limited container took. */
+static void parent_owes_what_the_child_took(void)
+{
+	struct bq_acct child = acct(490000, 0), pod = acct(0, 0);
+	long long took;
+
+	pod.quota_us = 200000;
+	took = bq_take(&child, 100000);
+	EXPECT_EQ(took, 10000);
+	EXPECT_EQ(bq_take(&pod, took), 10000);
+	EXPECT_EQ(pod.debt_us, 10000);
+}
+
+static void unused_allowance_pays_first(void)
+{
+	struct bq_acct a = acct(30000, 0);
+
+	/* Used 40 of 50 ms: the 10 left pay. */
+	EXPECT_EQ(bq_pay(&a, 100000, 40000), 10000);
+	EXPECT_EQ(a.debt_us, 20000);
+	/* Lowered by 20: the allowance was 30, all used: the 20 pay. */
+	a = acct(30000, 20000);
+	EXPECT_EQ(bq_pay(&a, 100000, 30000), 20000);
+	/* Idle, lowered by 20: 30 unused and 20 lowered, up to the debt. */
+	a = acct(30000, 20000);
+	EXPECT_EQ(bq_pay(&a, 100000, 0), 30000);
+	EXPECT_EQ(a.debt_us, 0);
+	EXPECT_EQ(a.paid_us, 30000);
+	/* Half a period lowered by 20 pays 10; usage unknown: no unused. */
+	a = acct(30000, 20000);
+	EXPECT_EQ(bq_pay(&a, 50000, -1), 10000);
+	/* Nothing owed: nothing paid. */
+	a = acct(0, 20000);
+	EXPECT_EQ(bq_pay(&a, 100000, 0), 0);
+	EXPECT_EQ(a.paid_us, 0);
+}
+
+static void floor_keeps_a_slice_and_tick_per_cpu(void)
+{
+	EXPECT_EQ(bq_floor(50000, 1, 5000, 4000), 9000);
+	EXPECT_EQ(bq_floor(50000, 2, 5000, 4000), 18000);
+	/* Or half the quota, if less. */
+	EXPECT_EQ(bq_floor(50000, 4, 5000, 4000), 25000);
+	EXPECT_EQ(bq_floor(50000, 0, 5000, 4000), 9000);
+}
+
+static void target_pays_over_two_periods(void)
+{
+	struct bq_acct a = acct(20000, 0);
+
+	EXPECT_EQ(bq_target(&a, 9000, BQ_MIN_QUOTA_US), 10000);
+	/* Bounded by the floor... */
+	a.debt_us = 400000;
+	EXPECT_EQ(bq_target(&a, 9000, BQ_MIN_QUOTA_US), 41000);
+	/* ...and by the least quota (v1: a child's quota). */
+	EXPECT_EQ(bq_target(&a, 9000, 30000), 20000);
+	a.debt_us = 0;
+	EXPECT_EQ(bq_target(&a, 9000, BQ_MIN_QUOTA_US), 0);
+}
+
+static void writes_only_when_needed(void)
+{
+	struct bq_acct a = acct(20000, 10000);
+
+	/* A lowering in effect that the debt covers stays. */
+	EXPECT(!bq_must_write(&a, 10000, 100000, 2500));
+	EXPECT(!bq_must_write(&a, 8000, 100000, 2500));
+	EXPECT(!bq_must_write(&a, 12000, 100000, 2500));
+	/* Taking more: once it is worth a write. */
+	EXPECT(bq_must_write(&a, 12500, 100000, 2500));
+	/* The next tick would take more than is owed. */
+	a.debt_us = 9000;
+	EXPECT(bq_must_write(&a, 4500, 100000, 2500));
+	/* Paid: back to the configured quota. */
+	a.debt_us = 0;
+	EXPECT(bq_must_write(&a, 0, 100000, 2500));
+	a.lowered_us = 0;
+	EXPECT(!bq_must_write(&a, 0, 100000, 2500));
+	/* A debt too small to lower for waits. */
+	a.debt_us = 4000;
+	EXPECT(!bq_must_write(&a, 2000, 100000, 2500));
+}
+
+/*
+ * A worker spends R per period for a client that uses its whole allowance:
+ * the agent's loop, one tick a period. The client pays what it borrowed,
+ * never more, and the quota is written a few times, not every period.
+ */
+static void steady_borrowing_is_paid_with_few_writes(void)
+{
+	long long r = 12000, writes = 0, most_lowered = 0;
+	struct bq_acct a = acct(0, 0);
+
+	for (int tick = 0; tick < 100; tick++) {
+		long long target;
+
+		/* Charges of this period; every tick's charge a little off. */
+		bq_take(&a, r + (tick % 3 - 1) * 1000);
+		bq_pay(&a, 100000, a.quota_us - a.lowered_us);
+		target = bq_target(&a, bq_floor(a.quota_us, 1, 5000, 4000),
+				   BQ_MIN_QUOTA_US);
+		if (bq_must_write(&a, target, 100000, 2500)) {
+			a.lowered_us = target;
+			writes++;
+		}
+		if (a.lowered_us > most_lowered)
+			most_lowered = a.lowered_us;
+		EXPECT(a.paid_us <= a.borrowed_us);
+	}
+	printf("# steady: borrowed %llu, paid %llu, owes %lld, %lld writes, "
+	       "lowered by at most %lld\n", a.borrowed_us, a.paid_us, a.debt_us,
+	       writes, most_lowered);
+	EXPECT_EQ(a.borrowed_us, 100 * r - 1000);
+	/* What is still owed is a period's worth or two. */
+	EXPECT(a.debt_us <= 2 * r + 2000);
+	EXPECT(writes <= 10);
+	/* After the charges stop, the debt is paid and the quota restored. */
+	for (int tick = 0; tick < 10; tick++) {
+		long long target;
+
+		bq_pay(&a, 100000, a.quota_us - a.lowered_us);
+		target = bq_target(&a, 9000, BQ_MIN_QUOTA_US);
+		if (bq_must_write(&a, target, 100000, 2500))
+			a.lowered_us = target;
+	}
+	EXPECT(a.debt_us < 2 * 2500);
+	EXPECT(a.paid_us <= a.borrowed_us);
+}
+
+int main(void)
+{
+	printf("TAP version 13\n1..8\n");
+	run("bound_is_a_second_of_quota", bound_is_a_second_of_quota);
+	run("take_drops_beyond_the_bound", take_drops_beyond_the_bound);
+	run("parent_owes_what_the_child_took", parent_owes_what_the_child_took);
+	run("unused_allowance_pays_first", unused_allowance_pays_first);
+	run("floor_keeps_a_slice_and_tick_per_cpu", floor_keeps_a_slice_and_tick_per_cpu);
+	run("target_pays_over_two_periods", target_pays_over_two_periods);
+	run("writes_only_when_needed", writes_only_when_needed);
+	run("steady_borrowing_is_paid_with_few_writes",
+	    steady_borrowing_is_paid_with_few_writes);
+	printf("# totals: pass:%d fail:%d\n", nr_tests - nr_failed, nr_failed);
+	return nr_failed ? 1 : 0;
+}
