@@ -47,11 +47,15 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      kernel (v2 and v1): cgborrow's charges, cpu.stat, cgset/cgget on the
      file, the kernel's errors and permissions; borrowd charging a busy
      worker's CPU time to its client (within 1 %), by hand and through
-     Podman's metadata, the thread rule, --pace; with unchanged engines
-     (v2), in 3 s windows: conmon's CPU charged to its container
-     (Podman), dockerd's and containerd's CRI plugin's by the thread rule
-     (Docker; pods made by crictl, scripts/crictl-build.sh); on the stock kernel:
-     the "kernel lacks the feature" errors;
+     Podman's metadata, the thread rule, --pace, its quota mode (forced);
+     with unchanged engines (v2), in 3 s windows: conmon's CPU charged to
+     its container (Podman), dockerd's and containerd's CRI plugin's by
+     the thread rule (Docker; pods made by crictl,
+     scripts/crictl-build.sh); on the stock kernel (v2 and v1): the
+     "kernel lacks the feature" errors, and borrowd's quota mode (its
+     arithmetic on the host: make -C tools check): the client gets its
+     quota less the worker's CPU, the quota restored on exit, after
+     kill -9 (the watchdog) and by --resume, another party's write kept;
   8. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
      --quick: the stock and the patched kernel, every charging mode, the
      overhead and the engines part, on the instruction clock), checked end
@@ -315,13 +319,16 @@ ensure_packages "${TOOLS_PACKAGES[@]}"
 tools_build | tee "$results/tools-build.tap"
 "$CFSB_ROOT/tools/tests/cgborrow.sh" host >"$results/tools-host.tap" 2>&1 || true
 "$CFSB_ROOT/tools/tests/borrowd.sh" host >"$results/tools-host-borrowd.tap" 2>&1 || true
-log "tools: patched kernel, cgroup v2 and v1; stock kernel"
+make -s -C "$CFSB_ROOT/tools" check >"$results/tools-quota-unit.tap" 2>&1 || true
+log "tools: patched kernel, cgroup v2 and v1; stock kernel, cgroup v2 and v1"
 for cg in v2 v1; do
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup "$cg" -- \
 		tools/tests/run-in-guest.sh "$results/tools-patched-$cg" cgborrow borrowd || true
 done
-"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup v2 -- \
-	tools/tests/run-in-guest.sh "$results/tools-stock-v2" cgborrow-stock borrowd-stock || true
+for cg in v2 v1; do
+	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup "$cg" -- \
+		tools/tests/run-in-guest.sh "$results/tools-stock-$cg" cgborrow-stock borrowd-stock || true
+done
 log "tools: borrowd with unchanged Podman, Docker and containerd's CRI plugin"
 ensure_packages "${ENGINE_PACKAGES[@]}"
 "$CFSB_ROOT/scripts/crictl-build.sh"
@@ -445,6 +452,6 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/build-each.tap" "$results/kunit-i386.tap" "$results/patched-v2-4cpus/borrowing.tap" \
 	"$results/nerdctl-unit.tap" "$results"/containers-*.tap \
 	"$results/tools-build.tap" "$results/tools-host.tap" "$results/tools-host-borrowd.tap" \
-	"$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
-	"$results"/tools-stock-v2/{cgborrow,borrowd}-stock.tap "$results/tools-engines.tap" \
+	"$results/tools-quota-unit.tap" "$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
+	"$results"/tools-stock-v{2,1}/{cgborrow,borrowd}-stock.tap "$results/tools-engines.tap" \
 	"$results/noisy_logging.tap" "$results/study-check.tap" "${target_summary_files[@]}"

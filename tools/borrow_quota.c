@@ -8,7 +8,10 @@
  * in the middle of a period gives a group that used its runtime up a new
  * one. So a write waits for the group's next period to start (cpu.stat's
  * nr_periods moves), when the runtime was just refilled anyway, and writes
- * are made only when the debt calls for them, not every period.
+ * are made only when the debt calls for them, not every period. The period
+ * timer keeps its phase while the group is busy: once seen, the next start
+ * is known, and a look just after it finds it; the first one is found by
+ * looking every few milliseconds.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -75,6 +78,22 @@ long long bq_pay(struct bq_acct *a, long long elapsed_us, long long used_us)
 	return paid;
 }
 
+long long bq_regain(struct bq_acct *a, long long elapsed_us, long long used_us)
+{
+	long long over, room, took;
+
+	if (elapsed_us <= 0 || a->period_us <= 0 || used_us < 0)
+		return 0;
+	over = used_us - scale(a->quota_us - a->lowered_us, elapsed_us, a->period_us);
+	room = bq_bound(a) - a->debt_us;
+	if (over <= 0 || room <= 0)
+		return 0;
+	took = over < room ? over : room;
+	a->debt_us += took;
+	a->regained_us += took;
+	return took;
+}
+
 long long bq_floor(long long quota_us, int k, long long slice_us,
 		   long long tick_us)
 {
@@ -124,6 +143,10 @@ struct bq_group {
 	long long pending_lowered;
 	long long pending_periods;	/* nr_periods when decided */
 	double pending_since;
+	double due;			/* when to look at nr_periods next */
+	bool wrote;			/* the time since t began with a write */
+	/* A time nr_periods was seen to move (0: none): the timer's phase. */
+	double phase;
 	unsigned long writes;
 	int last_err;
 };
@@ -674,6 +697,7 @@ static bool adopt(struct bq_group *q)
 	q->a.lowered_us = 0;
 	q->written_us = -1;
 	q->pending = false;
+	q->wrote = false;
 	q->limited = quota > 0;
 	if (!q->limited) {
 		q->a.dropped_us += q->a.debt_us;
@@ -683,6 +707,29 @@ static bool adopt(struct bq_group *q)
 	return true;
 }
 
+/*
+ * The account up to NOW: what the group used since the last settling,
+ * beyond its quota if a write may have given it more (then it owes that
+ * too), or short of it (then that pays). The lowering was the same all
+ * along: a write settles first.
+ */
+static void settle(struct bq_group *q, double now)
+{
+	long long usage = read_usage(q->g.dir), used = -1;
+	long long elapsed = (now - q->t) * 1e6;
+
+	if (usage >= 0 && q->usage_us >= 0 && usage >= q->usage_us)
+		used = usage - q->usage_us;
+	q->usage_us = usage;
+	q->t = now;
+	if (!q->limited)
+		return;
+	if (q->wrote || q->a.lowered_us)
+		bq_regain(&q->a, elapsed, used);
+	bq_pay(&q->a, elapsed, used);
+	q->wrote = false;
+}
+
 static void write_lowered(struct bq_group *q)
 {
 	long long lowered = q->pending_lowered, quota = q->a.quota_us - lowered;
@@ -690,6 +737,7 @@ static void write_lowered(struct bq_group *q)
 
 	if (adopt(q))
 		return;
+	settle(q, now_s());
 	q->pending = false;
 	if (lowered == q->a.lowered_us)
 		return;
@@ -713,6 +761,7 @@ static void write_lowered(struct bq_group *q)
 	}
 	q->last_err = 0;
 	q->a.lowered_us = lowered;
+	q->wrote = true;
 	q->written_us = lowered ? quota : -1;
 	q->writes++;
 	total_writes++;
@@ -737,7 +786,7 @@ void bq_tick(void)
 
 	for (int i = 0; i < nr_groups; i++) {
 		struct bq_group *q = &groups[i];
-		long long usage, used = -1, target, floor, elapsed;
+		long long target, floor;
 		int k;
 
 		/* Unused for a minute and owing nothing: forgotten. */
@@ -746,21 +795,20 @@ void bq_tick(void)
 			gone.borrowed_us += q->a.borrowed_us;
 			gone.paid_us += q->a.paid_us;
 			gone.dropped_us += q->a.dropped_us;
+			gone.regained_us += q->a.regained_us;
 			groups[i--] = groups[--nr_groups];
 			continue;
 		}
+		settle(q, now);
 		adopt(q);
-		usage = read_usage(q->g.dir);
-		if (usage >= 0 && q->usage_us >= 0 && usage >= q->usage_us)
-			used = usage - q->usage_us;
-		elapsed = (now - q->t) * 1e6;
-		q->usage_us = usage;
-		q->t = now;
 		if (!q->limited)
 			continue;
-		bq_pay(&q->a, elapsed, used);
-		k = q->a.debt_us ? count_runnable(q->g.dir, nr_cpus, 0) : 1;
-		floor = bq_floor(q->a.quota_us, k, slice_us, jiffy_us);
+		/* The runnable CPUs are counted only where the floor may bind. */
+		floor = bq_floor(q->a.quota_us, nr_cpus, slice_us, jiffy_us);
+		if (q->a.debt_us / 2 > q->a.quota_us - floor) {
+			k = count_runnable(q->g.dir, nr_cpus, 0);
+			floor = bq_floor(q->a.quota_us, k, slice_us, jiffy_us);
+		}
 		target = bq_target(&q->a, floor, q->a.debt_us ? min_quota(q) : 0);
 		if (!bq_must_write(&q->a, target, tick_us, hysteresis(&q->a))) {
 			q->pending = false;
@@ -769,38 +817,73 @@ void bq_tick(void)
 		if (!q->pending) {
 			q->pending_periods = read_nr_periods(q->g.dir);
 			q->pending_since = now;
+			q->due = now;
 		}
 		q->pending = true;
 		q->pending_lowered = target;
 	}
 }
 
+/* How often to look for a period's start whose time is not known. */
+#define BQ_LOOK_S	0.002
+
+/*
+ * Whether Q's pending write is due now; when to look again if not. The
+ * phase is taken from a look every BQ_LOOK_S, and kept: set at each write,
+ * it would move later by the look's delay every time.
+ */
+static bool write_due(struct bq_group *q, double now)
+{
+	double period = q->a.period_us / 1e6, last;
+	long long nr;
+
+	if (now < q->due)
+		return false;
+	nr = read_nr_periods(q->g.dir);
+	if (nr != q->pending_periods) {
+		if (!q->phase)
+			q->phase = now;
+		return true;
+	}
+	/* An idle group's timer stops: its runtime is full, any time will do. */
+	if (now - q->pending_since > 1.2 * period)
+		return true;
+	q->due = now + BQ_LOOK_S;
+	if (!q->phase)
+		return false;
+	/* The start the phase puts last, at or before now. */
+	last = q->phase + period * (long long)((now - q->phase) / period);
+	if (now - last < 0.003)
+		q->due = now + 0.0005;		/* due about now */
+	else if (last < q->pending_since)
+		q->due = last + period + 0.0005;	/* due next */
+	else
+		q->phase = 0;			/* missed: the timer restarted */
+	return false;
+}
+
 void bq_sleep(double seconds)
 {
-	double end = now_s() + seconds, now;
-	bool any;
+	double end = now_s() + seconds, now, wake;
 
-	do {
-		any = false;
+	for (;;) {
 		now = now_s();
+		wake = end;
 		for (int i = 0; i < nr_groups; i++) {
 			struct bq_group *q = &groups[i];
 
 			if (!q->pending)
 				continue;
-			/*
-			 * At the start of the group's next period; an idle
-			 * group's timer stops, and then any time is as good.
-			 */
-			if (read_nr_periods(q->g.dir) != q->pending_periods ||
-			    now - q->pending_since > 1.2 * q->a.period_us / 1e6)
+			if (write_due(q, now))
 				write_lowered(q);
-			any |= q->pending;
+			if (q->pending && q->due < wake)
+				wake = q->due;
 		}
-		if (!any)
+		if (wake >= end || now >= end)
 			break;
-		usleep(1000);
-	} while (now_s() < end);
+		if (wake > now)
+			usleep((wake - now) * 1e6);
+	}
 	now = now_s();
 	if (now < end)
 		usleep((end - now) * 1e6);
@@ -812,6 +895,7 @@ void bq_totals(struct bq_totals *t)
 	t->borrowed_us = gone.borrowed_us;
 	t->paid_us = gone.paid_us;
 	t->dropped_us = gone.dropped_us;
+	t->regained_us = gone.regained_us;
 	for (int i = 0; i < nr_groups; i++) {
 		const struct bq_acct *a = &groups[i].a;
 
@@ -821,6 +905,7 @@ void bq_totals(struct bq_totals *t)
 		t->paid_us += a->paid_us;
 		t->dropped_us += a->dropped_us;
 		t->debt_us += a->debt_us;
+		t->regained_us += a->regained_us;
 	}
 	t->writes = total_writes;
 	t->adoptions = total_adoptions;
@@ -834,9 +919,10 @@ void bq_print(FILE *f)
 
 		fprintf(f, "borrowd: quota %s: %lld/%lld us (lowered by %lld), "
 			"borrowed %llu us, paid %llu, owes %lld, dropped %llu, "
-			"%lu writes\n", q->g.path, q->a.quota_us, q->a.period_us,
-			q->a.lowered_us, q->a.borrowed_us, q->a.paid_us,
-			q->a.debt_us, q->a.dropped_us, q->writes);
+			"regained %llu, %lu writes\n", q->g.path, q->a.quota_us,
+			q->a.period_us, q->a.lowered_us, q->a.borrowed_us,
+			q->a.paid_us, q->a.debt_us, q->a.dropped_us,
+			q->a.regained_us, q->writes);
 	}
 }
 
@@ -863,10 +949,10 @@ void bq_json(FILE *f)
 
 	bq_totals(&t);
 	fprintf(f, "\"borrowed_us\": %llu, \"paid_us\": %llu, \"dropped_us\": %llu, "
-		"\"debt_us\": %llu, \"writes\": %llu, \"adoptions\": %llu, "
-		"\"failed_writes\": %llu, \"lowered_groups\": %d, \"groups\": [",
-		t.borrowed_us, t.paid_us, t.dropped_us, t.debt_us, t.writes,
-		t.adoptions, t.failed_writes, t.lowered);
+		"\"debt_us\": %llu, \"regained_us\": %llu, \"writes\": %llu, "
+		"\"adoptions\": %llu, \"failed_writes\": %llu, \"lowered_groups\": %d, "
+		"\"groups\": [", t.borrowed_us, t.paid_us, t.dropped_us, t.debt_us,
+		t.regained_us, t.writes, t.adoptions, t.failed_writes, t.lowered);
 	for (int i = 0; i < nr_groups; i++) {
 		const struct bq_group *q = &groups[i];
 
@@ -874,10 +960,10 @@ void bq_json(FILE *f)
 		json_str(f, q->g.path);
 		fprintf(f, ", \"quota_us\": %lld, \"period_us\": %lld, "
 			"\"lowered_us\": %lld, \"borrowed_us\": %llu, \"paid_us\": %llu, "
-			"\"debt_us\": %lld, \"dropped_us\": %llu, \"writes\": %lu}",
-			q->a.quota_us, q->a.period_us, q->a.lowered_us,
-			q->a.borrowed_us, q->a.paid_us, q->a.debt_us,
-			q->a.dropped_us, q->writes);
+			"\"debt_us\": %lld, \"dropped_us\": %llu, \"regained_us\": %llu, "
+			"\"writes\": %lu}", q->a.quota_us, q->a.period_us,
+			q->a.lowered_us, q->a.borrowed_us, q->a.paid_us, q->a.debt_us,
+			q->a.dropped_us, q->a.regained_us, q->writes);
 	}
 	fprintf(f, "]");
 }

@@ -40,6 +40,7 @@ struct bq_acct {
 	unsigned long long borrowed_us;	/* taken: debt and paid */
 	unsigned long long paid_us;
 	unsigned long long dropped_us;	/* beyond the bound, or no level took it */
+	unsigned long long regained_us;	/* used beyond the quota after a write */
 };
 
 /* The most a level may owe: a second's worth of quota, or one quota. */
@@ -52,6 +53,13 @@ long long bq_take(struct bq_acct *a, long long amount);
  * what was paid.
  */
 long long bq_pay(struct bq_acct *a, long long elapsed_us, long long used_us);
+/*
+ * What the group used beyond its quota (less the lowering) in ELAPSED_US,
+ * owed up to the bound: a quota write refills the runtime, so a write can
+ * give the group more than its quota; called for a time in which a
+ * lowering was in effect or that began with a write. Returns what it took.
+ */
+long long bq_regain(struct bq_acct *a, long long elapsed_us, long long used_us);
 /*
  * How much to take off the quota from now on: the debt over two periods,
  * leaving FLOOR_US per period and a quota of at least MIN_QUOTA_US.
@@ -75,7 +83,7 @@ long long bq_floor(long long quota_us, int k, long long slice_us,
 /* Totals for a report. */
 struct bq_totals {
 	int groups, lowered;
-	unsigned long long borrowed_us, paid_us, dropped_us, debt_us;
+	unsigned long long borrowed_us, paid_us, dropped_us, debt_us, regained_us;
 	unsigned long long writes, adoptions, failed_writes;
 };
 

@@ -256,7 +256,15 @@ static int cmd_charge(struct opts *o)
 	if (ret) {
 		char name[PATH_MAX + 128];
 
-		return fail(ret, target_name(t, name, sizeof(name)));
+		ret = fail(ret, target_name(t, name, sizeof(name)));
+		/*
+		 * A one-shot charge cannot lower a quota for later periods: it
+		 * would not be there to restore it, were it killed meanwhile.
+		 */
+		if (ret == EXIT_NOFEATURE)
+			fprintf(stderr, "%s: on this kernel borrowd charges by lowering "
+				"quotas (borrowd(8), --mode quota)\n", prog);
+		return ret;
 	}
 	return 0;
 }

@@ -198,7 +198,8 @@ guest_tests() {
 stock_tests() {
 	make_group cgbt 50000
 	run charge cgbt 1000
-	check "charge on the stock kernel: exit 3, kernel lacks the feature" '[[ $rc -eq 3 && $out == *"has no cpu.cfs.borrowing_us"* ]]'
+	check "charge on the stock kernel: exit 3, kernel lacks the feature; borrowd's quota mode named" \
+		'[[ $rc -eq 3 && $out == *"has no cpu.cfs.borrowing_us"* && $out == *"borrowd charges by lowering quotas"* ]]'
 	echo "# $out"
 	run show cgbt
 	check "show on the stock kernel: exit 3" '[[ $rc -eq 3 ]]'

@@ -1,18 +1,33 @@
 #!/usr/bin/env bash
-# borrowd's own CPU with N idle containers, in the guest (scripts/vm-run.sh
-# on the patched kernel): each "container" is Podman's metadata for a
-# sleeping init process in a cgroup of its own with a quota, and a sleeping
+# borrowd's own CPU with N containers, in the guest (scripts/vm-run.sh):
+# each "container" is Podman's metadata for an init process in a cgroup of
+# its own with a quota (--quota US per 100 ms, default 50000), and its
 # conmon, so that borrowd finds N workers, scans the metadata every second
-# and looks at each worker every 100 ms, as it would on a node.
+# and looks at each worker every 100 ms, as it would on a node. The
+# containers sleep, but for the first M (--logging M): their init is a busy
+# loop and their conmon works US of every 50 ms (--work US, default 5000:
+# a logging process), so that borrowd charges them, and in quota mode
+# lowers and restores their quotas.
 #
-#   overhead-in-guest.sh [--seconds S] N...      (default: 10 100 500)
+#   overhead-in-guest.sh [--seconds S] [--logging M] [--quota US] [--work US]
+#                        [--mode MODE] N...     (default: 10 100 500)
+# --mode is borrowd's (auto, kernel or quota). Prints per N borrowd's CPU
+# (ms per s, and per 100 containers), its share of all the CPU time the
+# guest's tasks used (under TCG a busy guest's clock runs while its other
+# vCPUs are emulated, which inflates every task's CPU time alike: the share
+# compares across runs, the ms/s only between runs as busy), its quota
+# writes per second and the quotas lowered at the end.
 set -uo pipefail
 
-secs=10
+secs=10 logging=0 mode=auto quota=50000 work=5000
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--seconds) secs=$2; shift 2 ;;
-	-h | --help) sed -n '2,8p' "$0" | cut -c3-; exit 0 ;;
+	--logging) logging=$2; shift 2 ;;
+	--mode) mode=$2; shift 2 ;;
+	--quota) quota=$2; shift 2 ;;
+	--work) work=$2; shift 2 ;;
+	-h | --help) sed -n '2,16p' "$0" | cut -c3-; exit 0 ;;
 	-*) echo "unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -39,22 +54,38 @@ cleanup() {
 trap cleanup EXIT
 
 
+# stats KEY: a number from borrowd's --stats (0 if it has none).
+stats() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$run/stats.json" "$1"; }
+# busy_ns: the CPU time all CPUs spent on anything but idling (ns).
+busy_ns() {
+	local user nice system irq softirq steal
+	read -r _ user nice system _ _ irq softirq steal _ </proc/stat
+	echo $(((user + nice + system + irq + softirq + steal) * 1000000000 / $(getconf CLK_TCK)))
+}
+
 made=0
-echo "# kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup); borrowd's CPU over ${secs} s"
-printf '%10s %12s %14s\n' containers "CPU (ms/s)" "per 100 (ms/s)"
+echo "# kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup), $(nproc) CPUs; borrowd --mode $mode;" \
+	"quotas $quota us per 100 ms; $logging logging containers (conmon works $work us per 50 ms); over ${secs} s"
+printf '%10s %8s %12s %14s %10s %10s %8s\n' containers logging "CPU (ms/s)" "per 100 (ms/s)" "% of busy" "writes/s" lowered
 for n in "$@"; do
 	for ((; made < n; made++)); do
 		id=$(printf 'c%063d' "$made")
 		dir=$run/containers/storage/overlay-containers/$id/userdata
 		mkdir -p "$dir" "$cg/ovh-$made"
 		if [[ -e $cg/ovh-$made/cpu.max ]]; then
-			echo "50000 100000" >"$cg/ovh-$made/cpu.max"
+			echo "$quota 100000" >"$cg/ovh-$made/cpu.max"
 		else
-			echo 50000 >"$cg/ovh-$made/cpu.cfs_quota_us"
+			echo "$quota" >"$cg/ovh-$made/cpu.cfs_quota_us"
 		fi
 		# conmon, and its child the container's init (borrowd takes a
 		# conmon that is the parent of the container's first process).
-		bash -c 'sleep 3600 & echo $! >"$1"; exec sleep 3600' _ "$dir/pidfile.new" &
+		if ((made < logging)); then
+			bash -c '(while :; do :; done) & echo $! >"$1"
+				while :; do t=$((${EPOCHREALTIME/./} + $2)); while ((${EPOCHREALTIME/./} < t)); do :; done; sleep 0.05; done' \
+				_ "$dir/pidfile.new" "$work" &
+		else
+			bash -c 'sleep 3600 & echo $! >"$1"; exec sleep 3600' _ "$dir/pidfile.new" &
+		fi
 		pids+=("$!")
 		echo "$!" >"$dir/conmon.pid"
 		until [[ -s $dir/pidfile.new ]]; do sleep 0.01; done
@@ -62,19 +93,29 @@ for n in "$@"; do
 		pids+=("$(cat "$dir/pidfile")")
 		cat "$dir/pidfile" >"$cg/ovh-$made/cgroup.procs"
 	done
-	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines podman >"$run/borrowd.log" 2>&1 &
+	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines podman --mode "$mode" --stats "$run/stats.json" \
+		--quota-state "$run/quota" >"$run/borrowd.log" 2>&1 &
 	bpid=$!
 	# Started when it has found every worker.
 	for ((i = 0; i < 300; i++)); do
 		[[ $(grep -c "works for" "$run/borrowd.log") -ge $n ]] && break
 		sleep 0.1
 	done
-	r0=$(process_runtime "$bpid")
+	kill -USR1 "$bpid"
+	sleep 0.5
+	w0=$(stats writes) r0=$(process_runtime "$bpid") b0=$(busy_ns)
 	sleep "$secs"
-	r1=$(process_runtime "$bpid")
+	r1=$(process_runtime "$bpid") b1=$(busy_ns)
+	kill -USR1 "$bpid"
+	sleep 0.5
+	w1=$(stats writes) lowered=$(stats lowered_groups)
 	kill -TERM "$bpid"
 	wait "$bpid"
 	ms=$(((r1 - r0) / 1000 / secs))
-	printf '%10d %12s %14s\n' "$n" "$((ms / 1000)).$(printf %03d $((ms % 1000)))" \
-		"$(python3 -c "print(f'{$ms / 1000 * 100 / $n:.3f}')")"
+	printf '%10d %8d %12s %14s %10s %10s %8s\n' "$n" "$((logging < n ? logging : n))" \
+		"$((ms / 1000)).$(printf %03d $((ms % 1000)))" \
+		"$(python3 -c "print(f'{$ms / 1000 * 100 / $n:.3f}')")" \
+		"$(python3 -c "print(f'{100 * ($r1 - $r0) / max($b1 - $b0, 1):.2f}')")" \
+		"$(python3 -c "print(f'{($w1 - $w0) / $secs:.1f}')")" "$lowered"
+	grep -q "restored\|cannot" "$run/borrowd.log" && grep "restored\|cannot" "$run/borrowd.log" | sed 's/^/# /' | head -5
 done

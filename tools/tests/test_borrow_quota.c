@@ -109,6 +109,26 @@ static void unused_allowance_pays_first(void)
 	EXPECT_EQ(a.paid_us, 0);
 }
 
+/* A write's refill that let the group run beyond its quota is owed. */
+static void use_beyond_the_quota_is_owed(void)
+{
+	struct bq_acct a = acct(10000, 20000);
+
+	/* Allowed 30 ms, used 45: 15 more owed, then the lowering pays. */
+	EXPECT_EQ(bq_regain(&a, 100000, 45000), 15000);
+	EXPECT_EQ(a.debt_us, 25000);
+	EXPECT_EQ(a.regained_us, 15000);
+	EXPECT_EQ(bq_pay(&a, 100000, 45000), 20000);
+	/* Within the allowance: nothing. */
+	a = acct(10000, 20000);
+	EXPECT_EQ(bq_regain(&a, 100000, 30000), 0);
+	EXPECT_EQ(bq_regain(&a, 100000, -1), 0);
+	/* Up to the bound. */
+	a = acct(495000, 20000);
+	EXPECT_EQ(bq_regain(&a, 100000, 45000), 5000);
+	EXPECT_EQ(a.debt_us, 500000);
+}
+
 static void floor_keeps_a_slice_and_tick_per_cpu(void)
 {
 	EXPECT_EQ(bq_floor(50000, 1, 5000, 4000), 9000);
@@ -203,11 +223,12 @@ static void steady_borrowing_is_paid_with_few_writes(void)
 
 int main(void)
 {
-	printf("TAP version 13\n1..8\n");
+	printf("TAP version 13\n1..9\n");
 	run("bound_is_a_second_of_quota", bound_is_a_second_of_quota);
 	run("take_drops_beyond_the_bound", take_drops_beyond_the_bound);
 	run("parent_owes_what_the_child_took", parent_owes_what_the_child_took);
 	run("unused_allowance_pays_first", unused_allowance_pays_first);
+	run("use_beyond_the_quota_is_owed", use_beyond_the_quota_is_owed);
 	run("floor_keeps_a_slice_and_tick_per_cpu", floor_keeps_a_slice_and_tick_per_cpu);
 	run("target_pays_over_two_periods", target_pays_over_two_periods);
 	run("writes_only_when_needed", writes_only_when_needed);
