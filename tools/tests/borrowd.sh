@@ -885,6 +885,55 @@ print(j["charged_us"] - j["borrowed_us"] - j["dropped_us"])' "$tmp/quota1.json" 
 	st=$(quota_of cgbd-qc)
 	check "quota mode: a quota removed by another party stays removed ($st)" '[[ $rc -eq 0 && ${st%% *} == @(max|-1) ]]'
 	kill "$wpid" "$cpid"
+	quota_ancestor_tests "${mode_args[@]}"
+}
+
+# A pod with a quota (cgbd-qa) whose container (c, quota too) is charged,
+# a sibling (s) using the rest of the pod's quota: the pod owes what the
+# container took. v2 lowers the pod's quota too; v1 takes no parent quota
+# below a child's, and the container must get its own back: the pod is
+# not lowered, its debt is counted.
+quota_ancestor_tests() {
+	local pod wpid bpid spids=() lowest=50000 debt i q
+	pod=$(cpu_root)/cgbd-qa
+	make_group cgbd-qa 50000
+	[[ -e $pod/cgroup.subtree_control ]] && echo +cpu >"$pod/cgroup.subtree_control"
+	make_group cgbd-qa/c 50000
+	make_group cgbd-qa/s
+	spinner cgbd-qa/c 0
+	spids+=("$spid")
+	spinner cgbd-qa/s 0
+	spids+=("$spid")
+	spinner cgbd-qw 1
+	wpid=$spid
+	start_borrowd "$tmp/quota6.log" "$@" --engines none --quota-state "$tmp/quota" \
+		--stats "$tmp/quota6.json" --worker "$wpid:/cgbd-qa/c"
+	wait_for "$tmp/quota6.log" "ready"
+	for ((i = 0; i < 30; i++)); do
+		q=$(quota_of cgbd-qa)
+		q=${q%% *}
+		((q < lowest)) && lowest=$q
+		sleep 0.1
+	done
+	kill -USR1 "$bpid"
+	sleep 0.5
+	debt=$(python3 -c 'import json, sys
+g = [g for g in json.load(open(sys.argv[1]))["groups"] if g["path"] == "/cgbd-qa"]
+print(g[0]["debt_us"] + g[0]["paid_us"] if g else -1)' "$tmp/quota6.json" 2>/dev/null)
+	kill -TERM "$bpid"
+	wait "$bpid" && rc=0 || rc=1
+	out="pod $(quota_of cgbd-qa), container $(quota_of cgbd-qa/c)"
+	info "quota mode: the pod's lowest quota in 3 s $lowest us; it owed or paid $debt us; after exit: $out"
+	if [[ -e $pod/cpu.max ]]; then
+		check "quota mode, v2: a limited pod pays too, its quota lowered below 50000 ($lowest)" \
+			'[[ $rc -eq 0 && $lowest -lt 50000 && $debt -gt 0 ]]'
+	else
+		check "quota mode, v1: a pod is not lowered below its container's quota; it owes what the container took" \
+			'[[ $rc -eq 0 && $lowest -eq 50000 && $debt -gt 0 ]]'
+	fi
+	check "quota mode: the pod's and the container's quotas restored on exit ($out)" \
+		'[[ $out == "pod 50000 100000, container 50000 100000" ]]'
+	kill "$wpid" "${spids[@]}"
 }
 
 stock_tests() {
