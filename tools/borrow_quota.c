@@ -17,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,18 +165,6 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void note(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "borrowd: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
 }
 
 static long long read_ll(const char *path, long long dflt)
@@ -427,7 +414,8 @@ static struct bq_group *get_group(const char *path, int *err)
 	q->limited = quota > 0;
 	q->written_us = -1;
 	q->usage_us = read_usage(g.dir);
-	q->t = q->last_use = now_s();
+	q->t = now_s();
+	q->last_use = q->t;
 	return q;
 }
 
@@ -483,8 +471,8 @@ static int restore_group(struct bq_group *q)
 	}
 	ret = write_quota(q->g.dir, q->a.quota_us, q->a.period_us);
 	if (ret) {
-		note("%s: cannot restore the quota %lld: %s", q->g.path,
-		     q->a.quota_us, strerror(-ret));
+		msg("%s: cannot restore the quota %lld: %s", q->g.path,
+		    q->a.quota_us, strerror(-ret));
 		return 0;
 	}
 	q->written_us = -1;
@@ -574,9 +562,9 @@ int bq_restore_state(const char *file)
 		    quota != written || cur_period != period)
 			continue;
 		if (!write_quota(dir, conf, period)) {
-			fprintf(stderr, "borrowd: restored the quota of %s to %lld/%lld "
-				"us, which an earlier borrowd had lowered to %lld\n",
-				dir, conf, period, written);
+			msg("restored the quota of %s to %lld/%lld us, which an "
+			    "earlier borrowd had lowered to %lld", dir, conf, period,
+			    written);
 			n++;
 		}
 	}
@@ -682,14 +670,14 @@ static bool adopt(struct bq_group *q)
 	ret = read_quota(q->g.dir, &quota, &period);
 	if (ret) {
 		if (ret != q->last_err && ret != -ENOENT)
-			note("%s: cannot read the quota: %s", q->g.path, bcg_strerror(ret));
+			msg("%s: cannot read the quota: %s", q->g.path, bcg_strerror(ret));
 		q->last_err = ret;
 		return false;
 	}
 	expect = q->written_us >= 0 ? q->written_us : q->limited ? q->a.quota_us : -1;
 	if (quota == expect && period == q->a.period_us)
 		return false;
-	note("%s: the quota is %lld/%lld us now, written by another party: "
+	msg("%s: the quota is %lld/%lld us now, written by another party: "
 	     "adopted as the configured one", q->g.path, quota, period);
 	total_adoptions++;
 	q->a.quota_us = quota;
@@ -745,16 +733,16 @@ static void write_lowered(struct bq_group *q)
 	ret = save_state();
 	q->pending = false;
 	if (ret && lowered) {
-		note("%s: cannot save %s (%s): the quota stays", q->g.path,
-		     state_file, strerror(-ret));
+		msg("%s: cannot save %s (%s): the quota stays", q->g.path,
+		    state_file, strerror(-ret));
 		return;
 	}
 	ret = write_quota(q->g.dir, quota, q->a.period_us);
 	if (ret) {
 		total_failed++;
 		if (ret != q->last_err)
-			note("%s: cannot write the quota %lld: %s", q->g.path, quota,
-			     strerror(-ret));
+			msg("%s: cannot write the quota %lld: %s", q->g.path, quota,
+			    strerror(-ret));
 		q->last_err = ret;
 		save_state();
 		return;

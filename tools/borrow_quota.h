@@ -26,6 +26,9 @@
 
 #include "borrow_cg.h"
 
+/* borrowd's log: a line on stderr, "borrowd: " first (borrowd.c). */
+void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The kernel's smallest quota (min_cfs_quota_period), us. */
 #define BQ_MIN_QUOTA_US	1000
 

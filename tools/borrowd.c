@@ -100,7 +100,7 @@ static struct borrowd_bpf *skel;
 static int nr_cpus;
 static volatile sig_atomic_t stop, dump;
 
-static void msg(const char *fmt, ...)
+void msg(const char *fmt, ...)
 {
 	va_list ap;
 

@@ -4,12 +4,25 @@
  * level owes, what a period pays, how much a quota is lowered by and when
  * a lowering is written. Pure functions: runs anywhere, KTAP on stdout.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../borrow_quota.h"
 
 static int nr_tests, nr_failed, case_failed;
+
+/* borrowd's log, as a KTAP diagnostic. */
+void msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	printf("# ");
+	vprintf(fmt, ap);
+	putchar('\n');
+	va_end(ap);
+}
 
 #define EXPECT(cond) do {						\
 	if (!(cond)) {							\
