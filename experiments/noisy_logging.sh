@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The noisy-logging study: the reference paper's experiments 1 and 2 on the
-# patched kernel (every charging mode, and the logging process moved into
-# its container's cgroup) and on the stock kernel with stock nerdctl, cgroup
-# v1 and v2, repeated across boots; the kernel overhead; unchanged engines
-# with borrowd; then the report and the plots.
+# patched kernel (every charging mode, the logging process moved into its
+# container's cgroup, and stock nerdctl's logging process charged by
+# borrowd through the kernel's file and through CFS quotas) and on the
+# stock kernel with stock nerdctl (nothing charged, and charged by borrowd
+# through CFS quotas), cgroup v1 and v2, repeated across boots; the kernel
+# overhead; unchanged engines with borrowd; then the report and the plots.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/../scripts/lib.sh"
@@ -11,10 +13,12 @@ source "$(dirname "$0")/../scripts/lib.sh"
 usage() {
 	cat <<EOF
 Usage: ${0##*/} [--quick | --full] [--cgroup v1|v2|both] [--modes LIST]
-                [--exp2-modes LIST] [--parts LIST] [--exp2-n LIST] [--boots N]
-                [--overhead-boots N] [--engines LIST] [--wall-clock]
-                [--sysbench-burst] [--out DIR] [--resume] [--report-only]
-                [--estimate]
+                [--exp2-modes LIST] [--stock-modes LIST] [--parts LIST]
+                [--exp2-n LIST] [--exp1-cmds LIST] [--exp1-quotas LIST]
+                [--boots N] [--overhead-boots N]
+                [--engines LIST] [--wall-clock] [--sysbench-burst] [--out DIR]
+                [--borrowd PATH] [--resume] [--report-only] [--estimate]
+                [--no-build]
 
 Builds what is missing (the stock and the patched kernel with their modules,
 the patched and the stock nerdctl, the tools, the images), then boots the
@@ -25,8 +29,13 @@ CPU each, and measures there:
   exp1, exp2, throughput  per boot and hierarchy, one VM of the patched
       kernel with the patched nerdctl in every mode (off: nothing charged,
       the series unused; process; thread; incg: nothing charged, the logging
-      process moved into its container's cgroup), and one VM of the stock
-      kernel with stock nerdctl 1.7.7 (off), the baseline. Experiment 1: yes,
+      process moved into its container's cgroup; agent: stock nerdctl's
+      logging process charged by borrowd, which uses the kernel's file;
+      agent-quota: the same with borrowd's quota mode forced, the container's
+      CFS quota lowered instead), and one VM of the stock kernel with stock
+      nerdctl 1.7.7 (off, the baseline; agent: borrowd, in its quota mode
+      there). The agent modes always run stock nerdctl (borrowd leaves the
+      patched logger, which charges itself, alone). Experiment 1: yes,
       an lsmod loop, an echo loop x quota 50/33/25/20 ms: the logging
       process's CPU A, the part charged B, the container's C. Experiment 2:
       N = 1..5 containers, quota 100/N ms, sysbench in one, cmd1..cmd4 in
@@ -63,12 +72,18 @@ Tiers:
 
 Options:
   --cgroup H     v1, v2 or both (default)
-  --modes LIST   the patched kernel's modes (default off,process,thread,incg);
-                 the stock kernel runs off only
+  --modes LIST   the patched kernel's modes (default
+                 off,process,thread,incg,agent,agent-quota)
   --exp2-modes LIST  experiment 2's modes (default: --modes)
+  --stock-modes LIST  the stock kernel's modes, experiments 1 and 2 (default
+                 off,agent; off, incg, agent, agent-quota: the stock kernel
+                 has no file, its agent is the quota mode)
   --parts LIST   a comma-separated subset of exp1,exp2,throughput,overhead,
                  engines (default: all)
   --exp2-n LIST  experiment 2 for these N only (default: the tier's), e.g. 2
+  --exp1-cmds LIST, --exp1-quotas LIST
+                 experiment 1 for these commands (yes, lsmod, echo) and quotas
+                 (ms per 100 ms) only (default: the tier's), e.g. 50,20
   --boots N      boots per VM of exp1, exp2, throughput (default: the tier's)
   --overhead-boots N  boots per kernel of the overhead part (default: the tier's)
   --engines LIST the engines part's engines (default: quick nerdctl, full
@@ -88,13 +103,22 @@ Options:
   --report-only  only rewrite the report and plots from DIR/raw
   --estimate     print how long this run would take, from its VMs' planned
                  guest seconds and the pace of the VMs already run under
-                 DIR/raw (host seconds per planned second, seconds to boot),
-                 two VMs at a time; and exit
+                 DIR/raw (or, with none there, under the full tier's
+                 experiments/results/full/raw) (host seconds per planned
+                 second, seconds to boot), two VMs at a time; and exit
+  --borrowd PATH the borrowd binary of the agent modes (default: make -C tools,
+                 .build/tools/borrowd), inside the checkout (the guest sees
+                 it there): e.g. one built from a commit with make OUT=DIR
+  --no-build     boot the kernels as they are built (no
+                 scripts/kernel-build.sh: it fails if one is missing), and
+                 build nerdctl only where its binary is missing
 EOF
 }
 
-tier=quick HIERARCHIES=(v2 v1) modes=off,process,thread,incg exp2_modes="" out="" report_only=0 resume=0
-parts=exp1,exp2,throughput,overhead,engines exp2_n="" exp2_opts=() wall=0 boots="" ov_boots=""
+tier=quick HIERARCHIES=(v2 v1) modes=off,process,thread,incg,agent,agent-quota exp2_modes="" out=""
+report_only=0 resume=0 stock_modes=off,agent no_build=0 borrowd=""
+parts=exp1,exp2,throughput,overhead,engines exp2_n="" exp1_cmds="" exp1_quotas="" exp_opts=() wall=0
+boots="" ov_boots=""
 engines_arg="" estimate=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
@@ -103,12 +127,17 @@ while [[ $# -gt 0 ]]; do
 	--cgroup) hierarchies_arg "${2:-}"; shift 2 ;;
 	--modes) modes=${2:?}; shift 2 ;;
 	--exp2-modes) exp2_modes=${2:?}; shift 2 ;;
+	--stock-modes) stock_modes=${2:?}; shift 2 ;;
+	--no-build) no_build=1; shift ;;
+	--borrowd) borrowd=${2:?}; shift 2 ;;
 	--parts) parts=${2:?}; shift 2 ;;
 	--exp2-n) exp2_n=${2:?}; shift 2 ;;
+	--exp1-cmds) exp1_cmds=${2:?}; shift 2 ;;
+	--exp1-quotas) exp1_quotas=${2:?}; shift 2 ;;
 	--boots) boots=${2:?}; shift 2 ;;
 	--overhead-boots) ov_boots=${2:?}; shift 2 ;;
 	--engines) engines_arg=${2:?}; shift 2 ;;
-	--sysbench-burst) exp2_opts+=(--sysbench-burst); shift ;;
+	--sysbench-burst) exp_opts+=(--sysbench-burst); shift ;;
 	--wall-clock) wall=1; shift ;;
 	--out) out=${2:?}; shift 2 ;;
 	--report-only) report_only=1; shift ;;
@@ -119,15 +148,35 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 exp2_modes=${exp2_modes:-$modes}
+MODE_RE='(off|process|thread|incg|agent|agent-quota)'
 for m in "$modes" "$exp2_modes"; do
-	[[ $m =~ ^(off|process|thread|incg)(,(off|process|thread|incg))*$ ]] ||
-		die "--modes and --exp2-modes take a comma-separated list of off, process, thread, incg"
+	[[ $m =~ ^$MODE_RE(,$MODE_RE)*$ ]] ||
+		die "--modes and --exp2-modes take a comma-separated list of off, process, thread, incg, agent, agent-quota"
 done
+STOCK_MODE_RE='(off|incg|agent|agent-quota)'
+[[ $stock_modes =~ ^$STOCK_MODE_RE(,$STOCK_MODE_RE)*$ ]] ||
+	die "--stock-modes takes a comma-separated list of off, incg, agent, agent-quota (stock nerdctl charges nothing)"
 [[ $parts =~ ^(exp1|exp2|throughput|overhead|engines)(,(exp1|exp2|throughput|overhead|engines))*$ ]] ||
 	die "--parts takes a comma-separated list of exp1, exp2, throughput, overhead, engines"
 if [[ -n $exp2_n ]]; then
 	[[ $exp2_n =~ ^[1-9][0-9]?(,[1-9][0-9]?)*$ ]] || die "--exp2-n takes a comma-separated list of N (1..99)"
-	exp2_opts+=(--exp2-n "$exp2_n")
+	exp_opts+=(--exp2-n "$exp2_n")
+fi
+# (exp_opts: the experiments' options, as the guest takes them.)
+if [[ -n $exp1_cmds ]]; then
+	[[ $exp1_cmds =~ ^(yes|lsmod|echo)(,(yes|lsmod|echo))*$ ]] ||
+		die "--exp1-cmds takes a comma-separated list of yes, lsmod, echo"
+	exp_opts+=(--exp1-cmds "$exp1_cmds")
+fi
+if [[ -n $exp1_quotas ]]; then
+	[[ $exp1_quotas =~ ^[1-9][0-9]?(,[1-9][0-9]?)*$ ]] || die "--exp1-quotas takes a comma-separated list of ms (1..99)"
+	exp_opts+=(--exp1-quotas "$exp1_quotas")
+fi
+if [[ -n $borrowd ]]; then
+	[[ -x $borrowd && ! -d $borrowd ]] || die "--borrowd: no executable $borrowd"
+	borrowd=$(cd "$(dirname "$borrowd")" && pwd)/$(basename "$borrowd")
+	[[ $borrowd == "$CFSB_ROOT"/* ]] || die "--borrowd must be inside the checkout ($CFSB_ROOT): the guest runs it"
+	exp_opts+=(--borrowd "$borrowd")
 fi
 # The quick tier's engine is stock nerdctl alone (the test command's tools
 # section runs Podman's and Docker's through the same script).
@@ -190,14 +239,15 @@ vm_plan() {
 		[[ -n $guest_parts ]] || break
 		for hier in "${HIERARCHIES[@]}"; do
 			echo "patched-$hier-b$b patched $hier --parts $guest_parts --modes $modes" \
-				"--exp2-modes $exp2_modes ${exp2_opts[*]}"
+				"--exp2-modes $exp2_modes ${exp_opts[*]}"
 		done
 		# (The engines next to the first boot's stock VMs: the longest VMs
 		# first, the two host CPUs end at about the same time.)
 		((b == 1)) && has_part engines && echo "engines-v2-b1 patched v2 engines"
 		for hier in "${HIERARCHIES[@]}"; do
 			[[ -z $stock_parts ]] ||
-				echo "stock-$hier-b$b stock $hier --parts $stock_parts --nerdctl stock --modes off ${exp2_opts[*]}"
+				echo "stock-$hier-b$b stock $hier --parts $stock_parts --nerdctl stock --modes $stock_modes" \
+					"${exp_opts[*]}"
 		done
 	done
 	[[ -z $guest_parts ]] && has_part engines && echo "engines-v2-b1 patched v2 engines"
@@ -223,22 +273,27 @@ planned_s() {
 
 if ((estimate)); then
 	# The pace of the VMs run so far (host.json, written per VM): host
-	# seconds per planned guest second once booted, and the boot.
+	# seconds per planned guest second once booted, and the boot; from
+	# this directory's, or else the kept full run's.
 	pace=$("$REPORT_PYTHON" -c '
 import json, sys
 from pathlib import Path
-busy = planned = 0.0
-boot = []
-for h in Path(sys.argv[1]).glob("*/*/host.json"):
-    j = json.loads(h.read_text())
-    if j.get("planned_s") and j.get("clock") == sys.argv[2]:
-        busy += j["seconds"] - j["boot_s"]
-        planned += j["planned_s"]
-        boot.append(j["boot_s"])
-if not boot:
-    sys.exit(f"no finished VM on the {sys.argv[2]} clock under {sys.argv[1]} to take the pace from")
-print(f"{busy / planned:.3f} {sum(boot) / len(boot):.0f} {len(boot)}")' "$out/raw" "$clock")
-	read -r k boot_s n_from <<<"$pace"
+for raw in sys.argv[2:]:
+    busy = planned = 0.0
+    boot = []
+    for h in Path(raw).glob("*/*/host.json"):
+        j = json.loads(h.read_text())
+        if j.get("planned_s") and j.get("clock") == sys.argv[1] and j.get("exit") == 0:
+            busy += j["seconds"] - j["boot_s"]
+            planned += j["planned_s"]
+            boot.append(j["boot_s"])
+    if boot:
+        print(f"{busy / planned:.3f} {sum(boot) / len(boot):.0f} {len(boot)} {raw}")
+        sys.exit(0)
+where = " or ".join(sys.argv[2:])
+sys.exit(f"no finished VM on the {sys.argv[1]} clock under {where} to take the pace from")
+' "$clock" "$out/raw" "$CFSB_ROOT/experiments/results/full/raw")
+	read -r k boot_s n_from from <<<"$pace"
 	slot0=0 slot1=0 n=0
 	while read -r name kernel hier args; do
 		# shellcheck disable=SC2086 # the arguments are words
@@ -249,7 +304,7 @@ print(f"{busy / planned:.3f} {sum(boot) / len(boot):.0f} {len(boot)}")' "$out/ra
 		printf '%-22s %-7s %s %5d planned s  ~%s\n' "$name" "$kernel" "$hier" "$p" "$(hms "$t")"
 	done < <(vm_plan)
 	echo "$n VMs, two at a time: about $(hms $((slot0 > slot1 ? slot0 : slot1))) on the $clock clock" \
-		"($k host s per planned s, $boot_s s to boot: from $n_from VMs under ${out#"$CFSB_ROOT"/}/raw)"
+		"($k host s per planned s, $boot_s s to boot: from $n_from VMs under ${from#"$CFSB_ROOT"/})"
 	exit 0
 fi
 
@@ -260,13 +315,29 @@ if ((report_only)); then
 fi
 
 ensure_packages "${CONTAINER_PACKAGES[@]}" jq
-"$CFSB_ROOT/scripts/kernel-build.sh" --variant stock
-"$CFSB_ROOT/scripts/kernel-build.sh" --variant patched
-"$CFSB_ROOT/scripts/nerdctl-build.sh"
-"$CFSB_ROOT/scripts/nerdctl-build.sh" --stock
-if has_part engines; then
-	ensure_packages "${TOOLS_PACKAGES[@]}" "${ENGINE_PACKAGES[@]}"
+if ((no_build)); then
+	for k in stock patched; do
+		[[ -f $(kernel_image_path "$k" x86_64 default) ]] ||
+			die "--no-build: no $k kernel at $(kernel_image_path "$k" x86_64 default)"
+	done
+	[[ -x $CFSB_ROOT/.build/nerdctl/nerdctl ]] || "$CFSB_ROOT/scripts/nerdctl-build.sh"
+	[[ -x $CFSB_ROOT/.build/nerdctl-stock/nerdctl ]] || "$CFSB_ROOT/scripts/nerdctl-build.sh" --stock
+else
+	"$CFSB_ROOT/scripts/kernel-build.sh" --variant stock
+	"$CFSB_ROOT/scripts/kernel-build.sh" --variant patched
+	"$CFSB_ROOT/scripts/nerdctl-build.sh"
+	"$CFSB_ROOT/scripts/nerdctl-build.sh" --stock
+fi
+# borrowd: for the engines, and for the agent modes of the experiments.
+agent_modes=0
+[[ -n $guest_parts && ,$modes,$exp2_modes, == *,agent* ]] && agent_modes=1
+[[ -n $stock_parts && ,$stock_modes, == *,agent* ]] && agent_modes=1
+if has_part engines || { ((agent_modes)) && [[ -z $borrowd ]]; }; then
+	ensure_packages "${TOOLS_PACKAGES[@]}"
 	make -s -C "$CFSB_ROOT/tools"
+fi
+if has_part engines; then
+	ensure_packages "${ENGINE_PACKAGES[@]}"
 	[[ ,$engines, == *,cri,* ]] && "$CFSB_ROOT/scripts/crictl-build.sh"
 fi
 python3 "$CFSB_ROOT/scripts/build_images.py" "$CFSB_ROOT/.build/images" >/dev/null

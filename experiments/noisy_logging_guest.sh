@@ -5,7 +5,9 @@
 #
 #   noisy_logging_guest.sh --out DIR [--tier quick|full] [--parts LIST]
 #                          [--modes LIST] [--exp2-modes LIST] [--exp2-n LIST]
-#                          [--nerdctl patched|stock] [--sysbench-burst] [--plan]
+#                          [--exp1-cmds LIST] [--exp1-quotas LIST]
+#                          [--nerdctl patched|stock] [--borrowd PATH]
+#                          [--sysbench-burst] [--plan]
 #
 # Layout as in the reference study: containerd, the shims and the logging
 # processes in /system.slice/containerd.service, the containers (nerdctl's
@@ -23,15 +25,38 @@
 #   throughput  a container running yes without quota: log bytes per second
 #               with charging off and in process mode, alternating
 #   sysbench1   N = 1 only (sysbench alone): the kernel overhead comparison
-# Modes (default off,process,thread,incg) apply to exp1 and, unless
-# --exp2-modes names others, to exp2: off (nothing charged, the stock
-# behaviour), process and thread (nerdctl's cpu-charge), incg (nothing
+# Modes (default off,process,thread,incg,agent,agent-quota) apply to exp1
+# and, unless --exp2-modes names others, to exp2: off (nothing charged, the
+# stock behaviour), process and thread (nerdctl's cpu-charge), incg (nothing
 # charged, the logging process moved into its container's cgroup, as
-# Podman's conmon_cgroup or a pod would place it). In experiment 2 each mode
-# has its own cmd1 baseline, measured before that mode's cells of each N.
-# --nerdctl stock: unmodified nerdctl (no cpu-charge option: off and incg
-# only), the stock kernel's baseline. --exp2-n runs experiment 2 for those N
-# only (default: the tier's). --plan prints the planned seconds and exits.
+# Podman's conmon_cgroup or a pod would place it), agent (stock nerdctl's
+# logging process charged by borrowd, tools/borrowd, in its auto mode: the
+# kernel's cpu.cfs.borrowing_us where the kernel has it, else its quota
+# mode, which lowers the container's CFS quota for the next periods) and
+# agent-quota (the same with borrowd's quota mode forced). In experiment 2
+# each mode has its own cmd1 baseline, measured before that mode's cells of
+# each N.
+# The agent modes' containers are always started by stock nerdctl 1.7.7
+# (.build/nerdctl-stock: borrowd leaves the patched logger alone, it charges
+# itself), whatever --nerdctl says; borrowd (--borrowd, default
+# .build/tools/borrowd; --engines containerd --scan-ms 200, no --pace; its
+# sha256 in meta.json) is started for each such
+# cell before its containers, on CPU 0 with everything else, waited for
+# until it charges their logging processes, and stopped after the cell
+# (before the containers are removed); at each snapshot it is sent SIGUSR1 and its --stats (JSON,
+# kept in DIR/agent/) read: the cell's agent columns are the differences
+# (agent_charged_us: all it charged; agent_cpu_us: its own CPU;
+# agent_quota_writes; agent_borrowed_us, _paid_us, _dropped_us: its quota
+# mode's accounts of the cell's container groups, borrowed counting what
+# its bound dropped as the kernel's borrowed_usec does; agent_regained_us:
+# what they used beyond their quota after its writes (a write refills the
+# runtime), which it owes back; agent_debt_us: their debt at the window's
+# end).
+# --nerdctl stock: unmodified nerdctl (no cpu-charge option: off, incg and
+# the agent modes only), the stock kernel's baseline. --exp2-n runs
+# experiment 2 for those N only (default: the tier's), --exp1-cmds and
+# --exp1-quotas experiment 1 for those commands (yes, lsmod, echo) and
+# quotas (ms per 100 ms) only. --plan prints the planned seconds and exits.
 # The kernel's modules (vm-run.sh shares them) are loaded first: the lsmod
 # loop lists them.
 # --sysbench-burst gives sysbench's container a burst (cpu.max.burst,
@@ -43,8 +68,8 @@ set -euo pipefail
 # shellcheck source=scripts/guest-check.sh
 source "$(dirname "$0")/../scripts/guest-check.sh"
 
-out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread,incg exp2_modes="" exp2_n=""
-sb_burst=0 nerdctl=patched plan_only=0
+out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread,incg,agent,agent-quota exp2_modes="" exp2_n=""
+sb_burst=0 nerdctl=patched plan_only=0 exp1_cmds="" exp1_quotas="" borrowd=""
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--out) out=${2:?}; shift 2 ;;
@@ -53,8 +78,11 @@ while [[ $# -gt 0 ]]; do
 	--modes) modes=${2:?}; shift 2 ;;
 	--exp2-modes) exp2_modes=${2:?}; shift 2 ;;
 	--exp2-n) exp2_n=${2:?}; shift 2 ;;
+	--exp1-cmds) exp1_cmds=${2:?}; shift 2 ;;
+	--exp1-quotas) exp1_quotas=${2:?}; shift 2 ;;
 	--sysbench-burst) sb_burst=1; shift ;;
 	--nerdctl) nerdctl=${2:?}; shift 2 ;;
+	--borrowd) borrowd=${2:?}; shift 2 ;;
 	--plan) plan_only=1 out=${out:-/dev/null}; shift ;;
 	-h | --help) cfsb_usage_from_header; exit 0 ;;
 	*) echo "noisy_logging_guest: unknown option $1" >&2; exit 2 ;;
@@ -63,9 +91,12 @@ done
 # (--plan only counts: the host asks it.)
 ((plan_only)) || cfsb_guest_only
 [[ -n $out ]] || { echo "noisy_logging_guest: --out DIR is required" >&2; exit 2; }
+# The agent modes' nerdctl, and borrowd.
+STOCK_NERDCTL=$(cd "$(dirname "$0")/.." && pwd)/.build/nerdctl-stock/nerdctl
+BORROWD=${borrowd:-$(cd "$(dirname "$0")/.." && pwd)/.build/tools/borrowd}
 case $nerdctl in
 patched) ;;
-stock) CS_NERDCTL=$(cd "$(dirname "$0")/.." && pwd)/.build/nerdctl-stock/nerdctl ;;
+stock) CS_NERDCTL=$STOCK_NERDCTL ;;
 *) echo "noisy_logging_guest: --nerdctl is patched or stock" >&2; exit 2 ;;
 esac
 
@@ -111,8 +142,9 @@ quick)
 esac
 IFS=, read -ra MODES <<<"$modes"
 IFS=, read -ra EXP2_MODES <<<"${exp2_modes:-$modes}"
+AGENT=0
 for m in "${MODES[@]}" "${EXP2_MODES[@]}"; do
-	case $m in off | incg) ;; process | thread) [[ $nerdctl == patched ]] ||
+	case $m in off | incg) ;; agent | agent-quota) AGENT=1 ;; process | thread) [[ $nerdctl == patched ]] ||
 		{ echo "noisy_logging_guest: stock nerdctl charges nothing: no $m mode" >&2; exit 2; } ;;
 	*) echo "noisy_logging_guest: unknown mode $m" >&2; exit 2 ;; esac
 done
@@ -120,6 +152,16 @@ if [[ -n $exp2_n ]]; then
 	[[ $exp2_n =~ ^[1-9][0-9]?(,[1-9][0-9]?)*$ ]] ||
 		{ echo "noisy_logging_guest: --exp2-n takes a comma-separated list of N (1..99)" >&2; exit 2; }
 	IFS=, read -ra EXP2_NS <<<"$exp2_n"
+fi
+if [[ -n $exp1_cmds ]]; then
+	[[ $exp1_cmds =~ ^(yes|lsmod|echo)(,(yes|lsmod|echo))*$ ]] ||
+		{ echo "noisy_logging_guest: --exp1-cmds takes a comma-separated list of yes, lsmod, echo" >&2; exit 2; }
+	IFS=, read -ra EXP1_CMDS <<<"$exp1_cmds"
+fi
+if [[ -n $exp1_quotas ]]; then
+	[[ $exp1_quotas =~ ^[1-9][0-9]?(,[1-9][0-9]?)*$ ]] ||
+		{ echo "noisy_logging_guest: --exp1-quotas takes a comma-separated list of ms (1..99)" >&2; exit 2; }
+	IFS=, read -ra EXP1_QUOTAS_MS <<<"$exp1_quotas"
 fi
 has_part() { [[ ,$parts, == *",$1,"* ]]; }
 
@@ -150,8 +192,21 @@ step() {
 # (Measured on the instruction clock: 0.75 s to start a container, 1 s to
 # remove it; runc's sysbench container starts in under a second.)
 CELL_COST=2
-exp1_cost() { echo $((EXP1_SETTLE + EXP1_WINDOW + CELL_COST)); }
-exp2_cost() { echo $((EXP2_SETTLE + SB_RUNS * SB_TIME + 1 + CELL_COST * ($1 - 1))); }
+# borrowd's, per cell of an agent mode: loading its BPF programs (before
+# the containers start: 0.1 s on the instruction clock), finding the
+# containers (0.6 s, up to 4 s next to a flooding container, which leaves
+# it a third of CPU 0), stopping (up to 1 s, its quota mode restoring the
+# quotas): 1.2 to 4.7 s more than the same cell without it, measured.
+AGENT_COST=3
+is_agent() { [[ $1 == agent || $1 == agent-quota ]]; }
+agent_cost() { if is_agent "$1"; then echo "$AGENT_COST"; else echo 0; fi; }
+# exp1_cost MODE, exp2_cost N MODE: a cell's planned seconds.
+exp1_cost() { echo $((EXP1_SETTLE + EXP1_WINDOW + CELL_COST + $(agent_cost "$1"))); }
+exp2_cost() {
+	local agent=0
+	(($1 > 1)) && agent=$(agent_cost "$2")
+	echo $((EXP2_SETTLE + SB_RUNS * SB_TIME + 1 + CELL_COST * ($1 - 1) + agent))
+}
 tp_cost() { echo $((2 * TP_WINDOWS * (TP_WINDOW + 1 + CELL_COST))); }
 
 # --- snapshots -----------------------------------------------------------------
@@ -250,6 +305,101 @@ snapshot_delta() {
 	REPLY=$line
 }
 
+# --- the agent (borrowd) -----------------------------------------------------------
+AGENT_HEADER=agent_mode,agent_charged_us,agent_cpu_us,agent_quota_writes,agent_borrowed_us,agent_paid_us
+AGENT_HEADER+=,agent_dropped_us,agent_regained_us,agent_debt_us
+# A cell without the agent.
+AGENT_NONE=none,0,0,0,0,0,0,0,0
+AGENT_RUN=/run/cfsb-exp/agent
+AGENT_PID="" AGENT_LOG=""
+# agent_start MODE CELL: borrowd, in its auto mode (agent) or its quota mode
+# (agent-quota), its log in $out/agent/CELL.log; returns once it is ready
+# (its BPF programs loaded: before the cell's containers flood CPU 0). (On
+# CPU 0, as this shell: what it costs is spent where the containers run.)
+agent_start() {
+	local mode=$1 cell=$2 how=auto
+	[[ $mode == agent-quota ]] && how=quota
+	mkdir -p "$AGENT_RUN" "$out/agent"
+	rm -f "$AGENT_RUN/stats"
+	AGENT_LOG=$out/agent/$cell.log
+	"$BORROWD" --engines containerd --scan-ms 200 --mode "$how" --stats "$AGENT_RUN/stats" \
+		--quota-state "$AGENT_RUN/quota-state" --pace-state "$AGENT_RUN/pace-state" >"$AGENT_LOG" 2>&1 &
+	AGENT_PID=$!
+	agent_wait "borrowd did not start" "ready: "
+}
+# agent_wait WHAT TEXT...: wait until borrowd's log has every TEXT; else
+# (30 s, or borrowd ended) WHAT is the failure.
+agent_wait() {
+	local what=$1 i text missing t
+	shift
+	for ((i = 0; i < 300; i++)); do
+		kill -0 "$AGENT_PID" 2>/dev/null || cs_die "$what: borrowd exited: $(tail -5 "$AGENT_LOG")"
+		text=""
+		# (The log exists once the background shell opened it.)
+		[[ ! -f $AGENT_LOG ]] || IFS= read -r -d '' text <"$AGENT_LOG" || true
+		missing=0
+		for t in "$@"; do [[ $text == *"$t"* ]] || missing=1; done
+		((missing)) || return 0
+		cs_nap 0.1
+	done
+	cs_die "$what in 30 s: $(tail -5 "$AGENT_LOG")"
+}
+# agent_found ID...: wait until borrowd charges the containers' logging
+# processes (it names a container by its full id).
+agent_found() {
+	local id texts=()
+	for id in "$@"; do texts+=("container $id"); done
+	agent_wait "borrowd did not find the containers' logging processes" "${texts[@]}"
+}
+# agent_stats VAR: borrowd's totals now (SIGUSR1, its --stats file), the
+# JSON text into VAR; "" without the agent. (Before a snapshot: the rm's
+# fork comes before the signal, and the snapshot right after the file.)
+agent_stats() {
+	local -n js=$1
+	local i
+	js=""
+	[[ -n $AGENT_PID ]] || return 0
+	rm -f "$AGENT_RUN/stats"
+	kill -USR1 "$AGENT_PID"
+	for ((i = 0; i < 500; i++)); do
+		[[ -s $AGENT_RUN/stats ]] && break
+		cs_nap 0.01
+	done
+	IFS= read -r -d '' js <"$AGENT_RUN/stats" || true
+	[[ -n $js ]] || cs_die "borrowd wrote no --stats on SIGUSR1: $(tail -5 "$AGENT_LOG")"
+}
+# agent_delta CELL S0 S1: the agent's columns for a window from its totals
+# S0 to S1 (JSON texts, kept as $out/agent/CELL.s0.json and .s1.json), the
+# cell's container groups (WATCH_CG) making its quota-mode accounts; into
+# REPLY as CSV ($AGENT_NONE without the agent).
+agent_delta() {
+	local cell=$1 t0=$2 t1=$3 cg paths=()
+	REPLY=$AGENT_NONE
+	[[ -n $t1 ]] || return 0
+	printf '%s' "$t0" >"$out/agent/$cell.s0.json"
+	printf '%s' "$t1" >"$out/agent/$cell.s1.json"
+	for cg in "${WATCH_CG[@]}"; do paths+=("${cg#"$CPU_ROOT"}"); done
+	# shellcheck disable=SC2016 # jq's variables
+	REPLY=$(jq -rn --argjson a "$t0" --argjson b "$t1" '
+		$ARGS.positional as $p |
+		def mine(x): [x.groups[]? | select(.path as $q | any($p[]; . == $q))];
+		def total(x; k): [mine(x)[] | .[k]] | add // 0;
+		def taken(x): total(x; "borrowed_us") + total(x; "dropped_us");
+		[$b.mode, $b.charged_us - $a.charged_us, $b.cpu_us - $a.cpu_us,
+		 ($b.writes // 0) - ($a.writes // 0), taken($b) - taken($a),
+		 total($b; "paid_us") - total($a; "paid_us"),
+		 total($b; "dropped_us") - total($a; "dropped_us"),
+		 total($b; "regained_us") - total($a; "regained_us"), total($b; "debt_us")] |
+		map(tostring) | join(",")' --args "${paths[@]}") || cs_die "cannot read borrowd's --stats: $t1"
+}
+# agent_stop: borrowd ends (SIGTERM: it restores the quotas it lowered).
+agent_stop() {
+	[[ -n $AGENT_PID ]] || return 0
+	kill -TERM "$AGENT_PID" 2>/dev/null || true
+	wait "$AGENT_PID" || cs_die "borrowd failed: $(tail -5 "$AGENT_LOG")"
+	AGENT_PID=""
+}
+
 # watch_containers MODE ID...: put the containers' cgroups, logging
 # processes, shims and json logs under watch; in incg mode, move each logging
 # process into its container's cgroup (in every hierarchy where the
@@ -278,9 +428,11 @@ watch_containers() {
 
 # noisy MODE QUOTA_US CMD: start a container like the study's noisy ones;
 # prints its id. (incg charges nothing: its logging process is moved.)
+# The agent modes' containers: stock nerdctl's.
 noisy() {
-	local charge=()
+	local charge=() CS_NERDCTL=$CS_NERDCTL
 	case $nerdctl:$1 in
+	*:agent | *:agent-quota) CS_NERDCTL=$STOCK_NERDCTL ;;
 	patched:incg) charge=(--log-opt cpu-charge=off) ;;
 	patched:*) charge=(--log-opt "cpu-charge=$1") ;;
 	esac
@@ -290,27 +442,41 @@ noisy() {
 
 # --- experiment 1 ----------------------------------------------------------------
 exp1() {
-	local csv=$out/exp1.csv cmd q mode id
+	local csv=$out/exp1.csv cmd q mode id cell j0 j1 delta
 	local -A s0 s1
-	echo "hierarchy,cmd,quota_us,period_us,mode,$(snapshot_header)" >"$csv"
+	echo "hierarchy,cmd,quota_us,period_us,mode,$(snapshot_header),$AGENT_HEADER" >"$csv"
 	for cmd in "${EXP1_CMDS[@]}"; do
 		for q in "${EXP1_QUOTAS_MS[@]}"; do
 			for mode in "${MODES[@]}"; do
 				progress "exp1 $cmd quota ${q}ms $mode"
+				cell=exp1-$cmd-$q-$mode
+				if is_agent "$mode"; then
+					agent_start "$mode" "$cell"
+					step "borrowd ready"
+				fi
 				id=$(noisy "$mode" "$(quota_us "$q")" "${EXP1_CMD[$cmd]}")
 				step "started $id"
 				watch_containers "$mode" "$id"
 				step "watching"
+				if is_agent "$mode"; then
+					agent_found "$id"
+					step "borrowd charges"
+				fi
 				cs_nap "$EXP1_SETTLE"
+				agent_stats j0
 				snapshot s0
 				cs_nap "$EXP1_WINDOW"
+				agent_stats j1
 				snapshot s1
 				snapshot_delta s0 s1
-				echo "$HIER,$cmd,$(quota_us "$q"),$PERIOD_US,$mode,$REPLY" >>"$csv"
+				delta=$REPLY
+				agent_delta "$cell" "$j0" "$j1"
+				agent_stop
+				echo "$HIER,$cmd,$(quota_us "$q"),$PERIOD_US,$mode,$delta,$REPLY" >>"$csv"
 				step "measured"
 				cs_nerdctl rm -f "$id" >/dev/null
 				step "removed"
-				PLAN_DONE=$((PLAN_DONE + $(exp1_cost)))
+				PLAN_DONE=$((PLAN_DONE + $(exp1_cost "$mode")))
 			done
 		done
 	done
@@ -368,27 +534,41 @@ sysbench_rates() {
 
 # exp2_cell N CMD MODE: one cell of experiment 2.
 exp2_cell() {
-	local n=$1 cmd=$2 mode=$3 q=$((PERIOD_US / $1)) i ids=()
+	local n=$1 cmd=$2 mode=$3 q=$((PERIOD_US / $1)) i ids=() j0 j1
 	local -A s0 s1
-	local name=sysbench-$n-$cmd-$mode log=$out/sysbench-$n-$cmd-$mode.log
+	local name=sysbench-$n-$cmd-$mode log=$out/sysbench-$n-$cmd-$mode.log agent=0
+	if ((n > 1)) && is_agent "$mode"; then
+		agent=1
+		agent_start "$mode" "exp2-$n-$cmd-$mode"
+		step "borrowd ready"
+	fi
 	for ((i = 1; i < n; i++)); do ids+=("$(noisy "$mode" "$q" "${EXP2_CMD[$cmd]}")"); done
 	step "started ${ids[*]}"
 	if ((n > 1)); then watch_containers "$mode" "${ids[@]}"; else WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=() WATCH_LOG=(); fi
 	step "watching"
+	if ((agent)); then
+		agent_found "${ids[@]}"
+		step "borrowd charges"
+	fi
 	cs_nap "$EXP2_SETTLE"
+	agent_stats j0
 	snapshot s0
 	sysbench_runs "$name" "$q" "$log" || cs_die "sysbench failed: $(tail -5 "$log")"
 	local sb_us=$REPLY sb_periods=$SB_PERIODS
+	agent_stats j1
 	snapshot s1
 	snapshot_delta s0 s1
 	local delta=$REPLY
+	agent_delta "exp2-$n-$cmd-$mode" "$j0" "$j1"
+	agent=$REPLY
+	agent_stop
 	step "sysbench done"
 	[[ ${#ids[@]} -eq 0 ]] || cs_nerdctl rm -f "${ids[@]}" >/dev/null
 	step "removed"
 	sysbench_rates "$log"
 	[[ ${#RATES[@]} -eq $SB_RUNS ]] || cs_die "sysbench printed ${#RATES[@]} results, expected $SB_RUNS: $log"
 	for i in "${!RATES[@]}"; do echo "$HIER,$n,$cmd,$mode,$((i + 1)),${RATES[i]}" >>"$out/exp2_runs.csv"; done
-	echo "$HIER,$n,$cmd,$mode,$q,$PERIOD_US,$SB_RUNS,$SB_TIME,$sb_us,$delta,$sb_periods" >>"$out/exp2.csv"
+	echo "$HIER,$n,$cmd,$mode,$q,$PERIOD_US,$SB_RUNS,$SB_TIME,$sb_us,$delta,$sb_periods,$agent" >>"$out/exp2.csv"
 }
 
 # exp2_grid NS...: the cells of experiment 2 for those N, "n cmd mode" per
@@ -412,13 +592,13 @@ exp2_grid() {
 # exp2 NS...: experiment 2 for those N.
 exp2() {
 	local n cmd mode
-	echo "hierarchy,n,cmd,mode,quota_us,period_us,sysbench_runs,sysbench_time_s,sysbench_container_us,$(snapshot_header),sysbench_nr_periods,sysbench_nr_throttled" >"$out/exp2.csv"
+	echo "hierarchy,n,cmd,mode,quota_us,period_us,sysbench_runs,sysbench_time_s,sysbench_container_us,$(snapshot_header),sysbench_nr_periods,sysbench_nr_throttled,$AGENT_HEADER" >"$out/exp2.csv"
 	echo "hierarchy,n,cmd,mode,run,events_per_s" >"$out/exp2_runs.csv"
 	sysbench_bundle
 	while read -r n cmd mode; do
 		progress "exp2 N=$n $cmd $mode"
 		exp2_cell "$n" "$cmd" "$mode"
-		PLAN_DONE=$((PLAN_DONE + $(exp2_cost "$n")))
+		PLAN_DONE=$((PLAN_DONE + $(exp2_cost "$n" "$mode")))
 	done < <(exp2_grid "$@")
 }
 
@@ -447,8 +627,10 @@ throughput() {
 # The plan: how many cells, and their planned seconds.
 EXP1_CELLS=0 EXP2_CELLS=0 TP_CELLS=0
 if has_part exp1; then
-	EXP1_CELLS=$((${#EXP1_CMDS[@]} * ${#EXP1_QUOTAS_MS[@]} * ${#MODES[@]}))
-	plan $((EXP1_CELLS * $(exp1_cost)))
+	for m in "${MODES[@]}"; do
+		EXP1_CELLS=$((EXP1_CELLS + ${#EXP1_CMDS[@]} * ${#EXP1_QUOTAS_MS[@]}))
+		plan $((${#EXP1_CMDS[@]} * ${#EXP1_QUOTAS_MS[@]} * $(exp1_cost "$m")))
+	done
 fi
 EXP2_NS_RUN=()
 if has_part exp2; then
@@ -458,7 +640,7 @@ elif has_part sysbench1; then
 fi
 if [[ ${#EXP2_NS_RUN[@]} -gt 0 ]]; then
 	while read -r n cmd mode; do
-		plan "$(exp2_cost "$n")"
+		plan "$(exp2_cost "$n" "$mode")"
 		EXP2_CELLS=$((EXP2_CELLS + 1))
 	done < <(exp2_grid "${EXP2_NS_RUN[@]}")
 fi
@@ -471,6 +653,7 @@ if ((plan_only)); then
 	exit 0
 fi
 
+((AGENT == 0)) || [[ -x $BORROWD ]] || cs_die "no borrowd at $BORROWD (make -C tools)"
 HIER=$(cs_hierarchy)
 # This kernel's optional modules, where vm-run.sh shares them: the lsmod
 # loop lists what is loaded, as on the reference study's desktop. (Some need
@@ -503,6 +686,12 @@ read -r CONTAINERD_PID <"$CS_STATE/containerd.pid"
 	# may not be cpu controller groups with the file.)
 	echo "  \"borrowing\": $([[ -e $LOGGING_CG/cpu.cfs.borrowing_us ]] && echo true || echo false),"
 	echo "  \"nerdctl\": \"$nerdctl $("$CS_NERDCTL" --version | awk '{print $3}')\","
+	# The agent modes': stock nerdctl, and borrowd.
+	if ((AGENT)); then
+		echo "  \"agent_nerdctl\": \"stock $("$STOCK_NERDCTL" --version | awk '{print $3}')\","
+		echo "  \"agent\": \"borrowd --engines containerd --scan-ms 200\","
+		echo "  \"agent_borrowd\": \"$BORROWD\", \"agent_borrowd_sha256\": \"$(sha256sum <"$BORROWD" | cut -c1-64)\","
+	fi
 	echo "  \"cpus\": $(nproc --all),"
 	echo "  \"cpu_used\": 0,"
 	# What the lsmod loop lists: the modules loaded above, and a header.

@@ -34,24 +34,48 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 PAPER = json.loads((HERE / "paper_tables.json").read_text())
-MODES = ("off", "process", "thread", "incg")
-# Sources of a row: the stock kernel (with stock nerdctl, charging nothing),
-# then the patched kernel's modes.
-SOURCES = ("stock", *MODES)
+MODES = ("off", "process", "thread", "incg", "agent", "agent-quota")
+# The modes in which borrowd charges stock nerdctl's logging process.
+AGENT_MODES = ("agent", "agent-quota")
+# Sources of a row: the stock kernel (with stock nerdctl: charging nothing,
+# or charged by borrowd through CFS quotas), then the patched kernel's modes.
+SOURCES = ("stock", "stock-incg", "stock-agent", "stock-agent-quota", *MODES)
 SOURCE_LABEL = {
     "stock": "stock kernel",
+    "stock-incg": "stock, logger in ctr cgroup",
+    "stock-agent": "stock, borrowd (quota mode)",
+    "stock-agent-quota": "stock, borrowd --mode quota",
     "off": "patched, off",
     "process": "process",
     "thread": "thread",
     "incg": "logger in ctr cgroup",
+    "agent": "borrowd (kernel file)",
+    "agent-quota": "borrowd --mode quota",
 }
-BAR_LABEL = {"paper": "pap", "stock": "stk", "off": "off", "process": "prc", "thread": "thr", "incg": "icg"}
+BAR_LABEL = {
+    "paper": "pap",
+    "stock": "stk",
+    "stock-incg": "sic",
+    "stock-agent": "sbq",
+    "stock-agent-quota": "sbQ",
+    "off": "off",
+    "process": "prc",
+    "thread": "thr",
+    "incg": "icg",
+    "agent": "bdk",
+    "agent-quota": "bdq",
+}
 COLOR = {
     "stock": "tab:red",
+    "stock-incg": "tab:brown",
+    "stock-agent": "tab:purple",
+    "stock-agent-quota": "tab:pink",
     "off": "tab:orange",
     "process": "tab:blue",
     "thread": "tab:gray",
     "incg": "tab:green",
+    "agent": "tab:cyan",
+    "agent-quota": "tab:olive",
 }
 EXP1_CMDS = {"yes": "cmd1_yes", "lsmod": "cmd2_lsmod", "echo": "cmd3_echo"}
 EXP1_TABLE2 = {"yes": "cmd1", "lsmod": "cmd2", "echo": "cmd3"}
@@ -217,11 +241,36 @@ EXP1_KEYS = (
 )
 
 
+def charges_us(r: Row) -> tuple[int, int, int]:
+    """What was charged to the window's containers, paid and dropped, µs:
+    the kernel's counters (cpu.stat), or where borrowd ran in its quota mode
+    (no counter in the kernel) its accounts of the containers' groups."""
+    if r.get("agent_mode") == "quota":
+        return int(r["agent_borrowed_us"]), int(r["agent_paid_us"]), int(r["agent_dropped_us"])
+    return int(r["charged_us"]), int(r["deducted_us"]), int(r["dropped_us"])
+
+
+def agent_columns(r: Row) -> dict[str, Any]:
+    """borrowd's own numbers for a window (runs since it joined the study):
+    its mode, its CPU (% of one CPU) and its quota writes per second."""
+    if "agent_mode" not in r:
+        return {}
+    secs = int(r["wall_us"]) / 1e6
+    return {
+        "agent_mode": r["agent_mode"],
+        "agent_cpu": pct(r["agent_cpu_us"], r["wall_us"]),
+        "agent_charged": pct(r["agent_charged_us"], r["wall_us"]),
+        "agent_regained": pct(r.get("agent_regained_us") or 0, r["wall_us"]),
+        "quota_writes_per_s": int(r["agent_quota_writes"]) / secs,
+    }
+
+
 def exp1_rows(vm: Vm) -> list[dict[str, Any]]:
     out = []
     for r in read_csv(vm.dir / "exp1.csv"):
         wall = r["wall_us"]
-        a, b, c = pct(r["logger_us"], wall), pct(r["charged_us"], wall), pct(r["container_us"], wall)
+        charged, deducted, dropped = charges_us(r)
+        a, b, c = pct(r["logger_us"], wall), pct(charged, wall), pct(r["container_us"], wall)
         # incg: the logging process runs in the container's cgroup, whose
         # usage then counts it too; C is the container's own part.
         if r["mode"] == "incg":
@@ -233,7 +282,8 @@ def exp1_rows(vm: Vm) -> list[dict[str, Any]]:
         quota = 100.0 * int(r["quota_us"]) / int(r["period_us"])
         log_bytes = int(r["log_bytes"]) if r.get("log_bytes") else None
         out.append(
-            {
+            agent_columns(r)
+            | {
                 "cmd": r["cmd"],
                 "quota_ms": round(int(r["quota_us"]) / 1000),
                 "quota_pct": quota,
@@ -246,8 +296,8 @@ def exp1_rows(vm: Vm) -> list[dict[str, Any]]:
                 "B_over_A": 100.0 * b / a if a > 0 else None,
                 "B_plus_C_minus_quota": b + c - quota,
                 "logging_cgroup": pct(r["logging_cgroup_us"], wall),
-                "paid": pct(r["deducted_us"], wall),
-                "dropped_ms": int(r["dropped_us"]) / 1000,
+                "paid": pct(deducted, wall),
+                "dropped_ms": dropped / 1000,
                 "log_kBps": log_bytes / (int(wall) / 1e6) / 1e3 if log_bytes is not None else None,
                 # The logging process's CPU per MB it logged: its cost at the
                 # same output, whatever the output was.
@@ -386,7 +436,7 @@ def exp2_cells(cells: list[Row], runs: list[Row]) -> Cells:
             container = max(container - logger, 0.0)
         sb_cpu_s = int(r["sysbench_container_us"]) / 1e6
         events = statistics.fmean(ev) * int(r["sysbench_runs"]) * int(r["sysbench_time_s"]) if ev else None
-        result[key] = {
+        result[key] = agent_columns(r) | {
             "events_mean": statistics.fmean(ev) if ev else None,
             "events_sd": statistics.stdev(ev) if len(ev) > 1 else 0.0,
             "runs": ev,
@@ -396,7 +446,8 @@ def exp2_cells(cells: list[Row], runs: list[Row]) -> Cells:
             "sysbench_cpu": pct(r["sysbench_container_us"], wall),
             "quota_pct": 100.0 * int(r["quota_us"]) / int(r["period_us"]),
             "noisy_A": logger,
-            "noisy_B": pct(r["charged_us"], wall),
+            "noisy_B": pct(charges_us(r)[0], wall),
+            "noisy_paid": pct(charges_us(r)[1], wall),
             "noisy_C": container,
             "logging_cgroup": pct(r["logging_cgroup_us"], wall),
             "cpu0_idle": pct(r["cpu0_idle_us"], wall) if r.get("cpu0_idle_us") else None,
@@ -587,11 +638,12 @@ def plot_ratios(title: str, cells: Exp2, path: Path) -> None:
             if key == "ratio":
                 ax.plot(t4["N"], t4[cmd], "o--", color="tab:red", alpha=0.5, label="paper before")
                 ax.plot(t9["N"], t9[cmd], "o--", color="tab:green", alpha=0.5, label="paper after")
-            for j, s in enumerate(SOURCES):
+            present = [s for s in SOURCES if any(k[2] == s for k in cells)]
+            for j, s in enumerate(present):
                 pts = [(n, cells[(n, cmd, s)]) for n in range(2, 6) if (n, cmd, s) in cells]
                 pts = [(n, x) for n, x in pts if x.get(key) is not None]
                 # Side by side around N, so that equal values stay visible.
-                dx = (j - (len(SOURCES) - 1) / 2) * 0.07
+                dx = (j - (len(present) - 1) / 2) * 0.07
                 if pts:
                     ax.errorbar(
                         [p[0] + dx for p in pts],
@@ -626,7 +678,7 @@ def plot_abc(title: str, cells: Exp1, path: Path) -> None:
     fig, axes = plt.subplots(
         1, len(cmds), figsize=(max(5 * len(cmds) + 1, 10), 4.8), sharey=True, squeeze=False
     )
-    sources = ["paper", *SOURCES]
+    sources = ["paper", *(s for s in SOURCES if any(k[2] == s for k in cells))]
     width = 0.8 / len(sources)
     for ax, cmd in zip(axes[0], cmds, strict=True):
         for j, src in enumerate(sources):
@@ -836,6 +888,252 @@ def engines_section(engines: list[tuple[Path, dict[str, Any]]], summary: dict[st
             f"{fmt(r['throttled_pct'], 1)} | {fmt(r['neighbour_ratio'], 3)} |"
         )
     out.append("")
+    return out
+
+
+# --- the agent: borrowd's quota mode against the kernel's file -------------------------
+
+# The comparison's sources, in its order: the stock kernel without and with
+# borrowd (its quota mode there), borrowd on the patched kernel with the
+# kernel's file and with its quota mode forced, the patched logger, the
+# logger in its container's cgroup.
+AGENT_SOURCES = ("stock", "stock-agent", "stock-agent-quota", "agent", "agent-quota", "process", "incg")
+# Differences paired per boot (both sources ran in the same VM): what the
+# quota mode gives up against the kernel's file; what borrowd gives a stock
+# kernel; borrowd with the kernel's file against the patched logger.
+AGENT_PAIRS = (
+    ("agent-quota", "agent", "quota mode - kernel file (patched kernel)"),
+    ("stock-agent", "stock", "borrowd (quota mode) - nothing (stock kernel)"),
+    ("agent", "process", "borrowd (kernel file) - patched logger"),
+)
+AGENT_EXP1 = (
+    ("A", "A", 2),
+    ("B_over_A", "B/A %", 1),
+    ("BC_over_quota", "(B+C)/quota %", 1),
+    ("paid", "paid", 2),
+    ("regained", "regained", 2),
+    ("agent_cpu", "agent CPU", 2),
+    ("quota_writes_per_s", "quota writes/s", 2),
+)
+AGENT_EXP2 = (
+    ("sysbench_cpu", "sysbench CPU", 2),
+    ("events", "events/s", 1),
+    ("cpu_ratio", "CPU-share ratio", 3),
+    ("ratio", "events/s ratio", 3),
+    ("BC_over_quota", "noisy (B+C)/quota %", 1),
+    ("paid", "noisy paid", 2),
+    ("regained", "regained", 2),
+    ("B_over_A", "B/A %", 1),
+    ("agent_cpu", "agent CPU", 2),
+    ("quota_writes_per_s", "quota writes/s", 2),
+)
+AGENT_PAIRED = {"exp1": ("BC_over_quota",), "exp2": ("sysbench_cpu", "cpu_ratio", "ratio", "BC_over_quota")}
+
+Boots = dict[str, dict[str, float | None]]  # per boot: metric -> value
+
+
+def client_use(a: float, b: float, c: float, source: str) -> float:
+    """What the client used and was charged: B + C, or in incg, where the
+    logger runs in the container's cgroup and nothing is charged, A + C."""
+    return a + c if source.endswith("incg") else b + c
+
+
+def agent_exp1(vms: list[Vm]) -> dict[tuple[str, int, str], Boots]:
+    """Experiment 1 per (cmd, quota, source): per boot the comparison's metrics."""
+    out: dict[tuple[str, int, str], Boots] = {}
+    for vm in vms:
+        for r in exp1_rows(vm):
+            if r["mode"] not in AGENT_SOURCES:
+                continue
+            src = r["mode"]
+            out.setdefault((r["cmd"], r["quota_ms"], src), {})[vm.boot] = {
+                "A": r["A"],
+                "B_over_A": None if src.endswith("incg") else r["B_over_A"],
+                "BC_over_quota": 100 * client_use(r["A"], r["B"], r["C"], src) / r["quota_pct"],
+                "paid": r["paid"],
+                "regained": r.get("agent_regained") if r.get("agent_mode") == "quota" else None,
+                "agent_cpu": r.get("agent_cpu") if r.get("agent_mode") not in (None, "none") else None,
+                "quota_writes_per_s": r.get("quota_writes_per_s")
+                if r.get("agent_mode") not in (None, "none")
+                else None,
+            }
+    return out
+
+
+def agent_exp2(vms: list[Vm]) -> dict[tuple[int, str, str], Boots]:
+    """Experiment 2 per (N, cmd, source), N > 1: per boot the comparison's metrics."""
+    out: dict[tuple[int, str, str], Boots] = {}
+    for vm in vms:
+        c = exp2_cells(read_csv(vm.dir / "exp2.csv"), read_csv(vm.dir / "exp2_runs.csv"))
+        if vm.kernel == "stock":
+            c = {(n, cmd, "stock" if m == "off" else f"stock-{m}"): v for (n, cmd, m), v in c.items()}
+        for (n, cmd, src), x in c.items():
+            if n < 2 or src not in AGENT_SOURCES:
+                continue
+            ratio, _, cpu_ratio = boot_ratios(c, n, cmd, src) if cmd != "cmd1" else (None, None, None)
+            a, b, cc = x["noisy_A"], x["noisy_B"], x["noisy_C"]
+            agent = x.get("agent_mode") not in (None, "none")
+            out.setdefault((n, cmd, src), {})[vm.boot] = {
+                "sysbench_cpu": x["sysbench_cpu"],
+                "events": x["events_mean"],
+                "cpu_ratio": cpu_ratio,
+                "ratio": ratio,
+                "BC_over_quota": 100 * client_use(a, b, cc, src) / ((n - 1) * x["quota_pct"]),
+                "paid": x["noisy_paid"],
+                "regained": x.get("agent_regained") if x.get("agent_mode") == "quota" else None,
+                "B_over_A": 100 * b / a if a > 0 and not src.endswith("incg") else None,
+                "agent_cpu": x.get("agent_cpu") if agent else None,
+                "quota_writes_per_s": x.get("quota_writes_per_s") if agent else None,
+            }
+    return out
+
+
+def summarize(boots: Boots, keys: tuple[tuple[str, str, int], ...]) -> dict[str, Any]:
+    """Per metric the boots' mean and its 95 % interval's half-width."""
+    cell: dict[str, Any] = {"boots": len(boots)}
+    for k, _, _ in keys:
+        xs = [v[k] for v in boots.values() if v.get(k) is not None]
+        m, half = mean_ci(xs)
+        cell[k] = {"mean": m, "ci95": half, "n": len(xs)}
+    return cell
+
+
+def paired(boots_a: Boots, boots_b: Boots, key: str) -> tuple[float, float | None, int] | None:
+    """Source a minus source b, per boot that ran both: mean, half-width, boots."""
+    d = [
+        va[key] - vb[key]
+        for b, va in boots_a.items()
+        if b in boots_b and va.get(key) is not None and (vb := boots_b[b]).get(key) is not None
+    ]
+    if not d:
+        return None
+    m, half = interval_of(d)
+    return m, half, len(d)
+
+
+def agent_section(vms: list[Vm], summary: dict[str, Any]) -> list[str]:
+    """borrowd on the stock kernel (its quota mode) and on the patched one
+    (the kernel's file, and its quota mode forced) against the stock kernel
+    alone, the patched logger and the logger in its container's cgroup; per
+    hierarchy and cell, with the differences paired per boot."""
+    groups = sorted({(v.hier, v.clock) for v in vms}, key=lambda x: (x[0] != "v2", x[1]))
+    per = {}
+    for hier, clock in groups:
+        g = [v for v in vms if v.hier == hier and v.clock == clock and not v.name.startswith("n1-")]
+        e1, e2 = agent_exp1(g), agent_exp2(g)
+        if any(k[2] in AGENT_MODES or k[2].startswith("stock-agent") for k in [*e1, *e2]):
+            per[(hier, clock)] = (e1, e2)
+    if not per:
+        return []
+    out = [
+        "## borrowd: the quota mode against the kernel's file",
+        "",
+        "Why change the kernel: borrowd (tools/borrowd) charges stock nerdctl's logging process to its "
+        "container on any kernel, by lowering the container's CFS quota for the next periods where the "
+        "kernel lacks `cpu.cfs.borrowing_us` (its quota mode), or through that file. Sources: the stock "
+        "kernel without borrowd and with it (auto mode: the quota mode there); the patched kernel with "
+        "borrowd in auto mode (the kernel's file) and with its quota mode forced (`--mode quota`); the "
+        "patched logger charging itself (`process`); the logger moved into its container's cgroup "
+        "(`incg`). borrowd ran on CPU 0 with the containers (`--engines containerd --scan-ms 200`, no "
+        "`--pace`), started for each cell before its containers and stopped after it. A = the logging "
+        "processes' CPU, B = what was charged (the kernel's borrowed counter; in the quota mode, which "
+        "the kernel does not count, borrowd's accounts of the containers' groups, what its bound "
+        "dropped included as the kernel's counter includes it), C = the containers' own CPU; (B+C)/quota "
+        "is what the containers used and were charged against their quotas (incg: A+C, the logger "
+        "inside the quota); paid = the part of the charges the containers' quotas paid in the window "
+        "(the kernel's deducted counter, or borrowd's paid account), % of one CPU; regained = what the "
+        "containers used beyond their quotas after borrowd's quota writes (a write refills the runtime), "
+        "which its quota mode counts and charges back on top of B, % of one CPU; agent CPU = "
+        "borrowd's own CPU (getrusage: its BPF programs' time is in the tasks they run in), % of one "
+        "CPU; quota writes = its writes of cpu.max / cpu.cfs_quota_us per "
+        "second. " + PM_BOOTS,
+        "",
+    ]
+    summary["agent"] = {}
+    for (hier, clock), (e1, e2) in per.items():
+        gkey = f"{hier} {clock}"
+        sg: dict[str, Any] = {"exp1": {}, "exp2": {}, "paired": []}
+        summary["agent"][gkey] = sg
+        out += [f"### cgroup {hier}, {CLOCK_NAME[clock]}", ""]
+        if e1:
+            out += [
+                "Experiment 1 (one container; shares of one CPU, %):",
+                "",
+                "| command | quota | source | boots | " + " | ".join(h for _, h, _ in AGENT_EXP1) + " |",
+                "|---" * (4 + len(AGENT_EXP1)) + "|",
+            ]
+            for (cmd, q, src), boots in sorted(
+                e1.items(),
+                key=lambda x: (list(EXP1_CMDS).index(x[0][0]), -x[0][1], AGENT_SOURCES.index(x[0][2])),
+            ):
+                cell = summarize(boots, AGENT_EXP1)
+                sg["exp1"][f"{cmd}:{q}:{src}"] = cell
+                vals = [fmt_pm(cell[k]["mean"], cell[k]["ci95"], d) for k, _, d in AGENT_EXP1]
+                out.append(
+                    f"| {cmd} | {q} ms | {SOURCE_LABEL[src]} | {cell['boots']} | " + " | ".join(vals) + " |"
+                )
+            out.append("")
+        if e2:
+            out += [
+                "Experiment 2 (sysbench next to N-1 noisy containers; its CPU share, %, events/s and their "
+                "ratios to its cmd1 baseline of the same N and source; the noisy containers' (B+C) over "
+                "their quotas' sum):",
+                "",
+                "| N | command | source | boots | " + " | ".join(h for _, h, _ in AGENT_EXP2) + " |",
+                "|---" * (4 + len(AGENT_EXP2)) + "|",
+            ]
+            for (n, cmd, src), boots in sorted(
+                e2.items(), key=lambda x: (x[0][0], x[0][1], AGENT_SOURCES.index(x[0][2]))
+            ):
+                cell = summarize(boots, AGENT_EXP2)
+                sg["exp2"][f"{n}:{cmd}:{src}"] = cell
+                vals = [fmt_pm(cell[k]["mean"], cell[k]["ci95"], d) for k, _, d in AGENT_EXP2]
+                out.append(
+                    f"| {n} | {cmd} | {SOURCE_LABEL[src]} | {cell['boots']} | " + " | ".join(vals) + " |"
+                )
+            out.append("")
+        rows = []
+        names = {
+            "exp1": {k: h for k, h, _ in AGENT_EXP1},
+            "exp2": {k: h for k, h, _ in AGENT_EXP2},
+        }
+        for a, b, what in AGENT_PAIRS:
+            for exp, cells in (("exp1", e1), ("exp2", e2)):
+                for key in sorted(k for k in cells if k[2] == a):
+                    other = (key[0], key[1], b)
+                    if other not in cells:
+                        continue
+                    where = f"{key[0]} {key[1]} ms" if exp == "exp1" else f"N={key[0]} {key[1]}"
+                    for metric in AGENT_PAIRED[exp]:
+                        d = paired(cells[key], cells[other], metric)
+                        if d is None:
+                            continue
+                        m, half, nb = d
+                        rows.append(
+                            f"| {what} | {exp} {where} | {names[exp][metric]} | {nb} | {m:+.3f} | "
+                            f"{fmt_interval(m, half, 3)} |"
+                        )
+                        sg["paired"].append(
+                            {
+                                "pair": [a, b],
+                                "exp": exp,
+                                "cell": where,
+                                "metric": metric,
+                                "effect": m,
+                                "ci95": half,
+                                "boots": nb,
+                            }
+                        )
+        if rows:
+            out += [
+                "Differences paired per boot (both sources in the same VM): the mean and its 95 % "
+                "interval (Student t, df = boots - 1; '-': one boot).",
+                "",
+                "| difference | cell | metric | boots | effect | 95 % interval |",
+                "|---|---|---|---|---|---|",
+                *rows,
+                "",
+            ]
     return out
 
 
@@ -1105,7 +1403,9 @@ def render(raw: Path, plots: Path | None) -> tuple[str, dict[str, Any]] | None:
         "nothing charged: what Podman's conmon_cgroup or a pod does).",
         "",
     ]
-    text = "\n".join(head + targets_section(summary) + resolution_section(summary) + body)
+    text = "\n".join(
+        head + targets_section(summary) + resolution_section(summary) + agent_section(vms, summary) + body
+    )
     return text + "\n", summary
 
 

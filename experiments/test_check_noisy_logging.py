@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """check_noisy_logging.py on a kept run, and on corrupted copies of it; TAP.
 
-Usage: test_check_noisy_logging.py [--run DIR] [--check FILE] [--any-failure]
+Usage: test_check_noisy_logging.py [--run DIR] [--agent-run DIR] [--check FILE]
+                                   [--any-failure]
 
 The first test: the check passes on the kept run (DIR, default
 experiments/results/full). Then each test copies the run into a temporary
@@ -10,9 +11,13 @@ kernels, clocks, the report), rewrites report.md and summary.json from the
 damaged raw data where a real run would have written them so (only the
 hand-edit tests leave them stale), and passes if the check fails on it
 with the failure that names the damage (a `not ok` line holding the
-expected words). --check runs another version of the check (e.g. an older
-one from git); --any-failure counts any failure as caught (for a check
-whose test names differ). No VM, a few seconds.
+expected words). The same for the kept run of borrowd's agent modes
+(--agent-run, default experiments/results/agent; skipped where there is
+none) and its own damage: the kernel counting charges in the quota mode,
+borrowd in the wrong mode, charging a token share, the agent cells run with
+the patched nerdctl. --check runs another version of the check (e.g. an
+older one from git); --any-failure counts any failure as caught (for a
+check whose test names differ). No VM, a few seconds.
 """
 
 from __future__ import annotations
@@ -262,6 +267,42 @@ def stale_plot(c: Copy) -> None:
     shutil.copy2(c.root / "plots/exp1_abc_v2.png", c.root / "plots/exp1_abc_v2_wall.png")
 
 
+def agent_cell(c: Copy, mode: str, change: Callable[[Row], None], stock: bool = False) -> None:
+    """change applied to the first busy experiment-1 cell of mode in the
+    first VM of the kernel (busy: its logging process used a tenth of a CPU)."""
+    vm = sorted(v for v in c.run.iterdir() if v.name.startswith("stock-" if stock else "patched-"))[0]
+    done = False
+
+    def first(r: Row) -> Row:
+        nonlocal done
+        if not done and r["mode"] == mode and int(r["logger_us"]) > int(r["wall_us"]) // 10:
+            change(r)
+            done = True
+        return r
+
+    c.edit_csv(vm / "exp1.csv", first)
+
+
+def quota_mode_in_kernel(c: Copy) -> None:
+    agent_cell(c, "agent-quota", lambda r: r.update(charged_us=r["agent_borrowed_us"]))
+
+
+def wrong_agent_mode(c: Copy) -> None:
+    def quota(r: Row) -> None:
+        r.update(agent_mode="quota", agent_borrowed_us=r["charged_us"], charged_us="0")
+
+    agent_cell(c, "agent", quota)
+
+
+def agent_token(c: Copy) -> None:
+    agent_cell(c, "agent", lambda r: r.update(agent_borrowed_us=str(int(r["logger_us"]) // 20)), stock=True)
+
+
+def agent_patched_nerdctl(c: Copy) -> None:
+    vm = sorted(v for v in c.run.iterdir() if v.name.startswith("patched-"))[0]
+    c.edit_json(vm / "meta.json", lambda m: m.update(agent_nerdctl="patched 1.7.7-cfsb"))
+
+
 @dataclass
 class Damage:
     name: str
@@ -315,6 +356,16 @@ DAMAGE = [
 ]
 
 
+AGENT_DAMAGE = [
+    Damage(
+        "the kernel counting borrowd's quota-mode charges", quota_mode_in_kernel, "with nothing to charge"
+    ),
+    Damage("borrowd in its quota mode where the kernel has the file", wrong_agent_mode, "not kernel"),
+    Damage("borrowd charging a token share (5 %, stock kernel)", agent_token, "under 85%"),
+    Damage("the agent cells with the patched nerdctl", agent_patched_nerdctl, "the agent modes ran nerdctl"),
+]
+
+
 def run_check(check: Path, d: Path) -> tuple[int, list[str]]:
     p = subprocess.run([sys.executable, str(check), str(d)], capture_output=True, text=True, check=False)
     return p.returncode, [line for line in p.stdout.splitlines() if line.startswith("not ok")] + (
@@ -328,6 +379,9 @@ def main() -> int:
     )
     parser.add_argument("--run", type=Path, default=HERE / "results/full", help="the kept run")
     parser.add_argument(
+        "--agent-run", type=Path, default=HERE / "results/agent", help="the kept run of the agent modes"
+    )
+    parser.add_argument(
         "--check", type=Path, default=HERE / "check_noisy_logging.py", help="the check to test"
     )
     parser.add_argument(
@@ -335,33 +389,47 @@ def main() -> int:
     )
     args = parser.parse_args()
     print("TAP version 13")
-    failed = 0
-    rc, bad = run_check(args.check, args.run)
-    ok = rc == 0
-    failed += not ok
-    print(f"{'ok' if ok else 'not ok'} 1 the check passes on the kept run ({args.run.name})")
-    for line in bad[:10]:
-        print(f"# {line}")
-    for i, dmg in enumerate(DAMAGE, 2):
-        with tempfile.TemporaryDirectory(prefix="study-check-") as tmp:
-            try:
-                c = Copy(args.run, Path(tmp))
-                dmg.apply(c)
-                if dmg.regenerate:
-                    c.regenerate()
-            except Exception as e:  # the run lacks what the damage needs
-                failed += 1
-                print(f"not ok {i} the check fails on {dmg.name}\n# could not damage the copy: {e!r}")
-                continue
-            rc, bad = run_check(args.check, c.root)
-        named = [line for line in bad if dmg.caught_by in line]
-        ok = rc != 0 and (args.any_failure or bool(named))
+    failed = n = 0
+    runs = [(args.run, DAMAGE), (args.agent_run, AGENT_DAMAGE)]
+    for run, damage in runs:
+        n += 1
+        if run == args.agent_run and not (run / "raw").is_dir():
+            print(f"ok {n} the check passes on the kept run ({run.name}) # SKIP no such run")
+            for dmg in damage:
+                n += 1
+                print(f"ok {n} the check fails on {dmg.name} # SKIP no agent run")
+            continue
+        rc, bad = run_check(args.check, run)
+        ok = rc == 0
         failed += not ok
-        print(f"{'ok' if ok else 'not ok'} {i} the check fails on {dmg.name}")
-        for line in (named or bad)[:3] if rc else ["# the check passed"]:
-            print(f"# {line[:300]}" if not line.startswith("#") else line)
-    print(f"1..{len(DAMAGE) + 1}")
+        print(f"{'ok' if ok else 'not ok'} {n} the check passes on the kept run ({run.name})")
+        for line in bad[:10]:
+            print(f"# {line}")
+        for dmg in damage:
+            n += 1
+            failed += not try_damage(args, run, dmg, n)
+    print(f"1..{n}")
     return 1 if failed else 0
+
+
+def try_damage(args: argparse.Namespace, run: Path, dmg: Damage, i: int) -> bool:
+    """Test i: the check fails on a copy of run with dmg done to it."""
+    with tempfile.TemporaryDirectory(prefix="study-check-") as tmp:
+        try:
+            c = Copy(run, Path(tmp))
+            dmg.apply(c)
+            if dmg.regenerate:
+                c.regenerate()
+        except Exception as e:  # the run lacks what the damage needs
+            print(f"not ok {i} the check fails on {dmg.name}\n# could not damage the copy: {e!r}")
+            return False
+        rc, bad = run_check(args.check, c.root)
+    named = [line for line in bad if dmg.caught_by in line]
+    ok = rc != 0 and (args.any_failure or bool(named))
+    print(f"{'ok' if ok else 'not ok'} {i} the check fails on {dmg.name}")
+    for line in (named or bad)[:3] if rc else ["# the check passed"]:
+        print(f"# {line[:300]}" if not line.startswith("#") else line)
+    return ok
 
 
 if __name__ == "__main__":
