@@ -678,7 +678,7 @@ static bool adopt(struct bq_group *q)
 	if (quota == expect && period == q->a.period_us)
 		return false;
 	msg("%s: the quota is %lld/%lld us now, written by another party: "
-	     "adopted as the configured one", q->g.path, quota, period);
+	    "adopted as the configured one", q->g.path, quota, period);
 	total_adoptions++;
 	q->a.quota_us = quota;
 	q->a.period_us = period;
