@@ -156,6 +156,8 @@ static char state_file[PATH_MAX];
 static long long tick_us = 100000, jiffy_us = 4000, slice_us = 5000;
 static int nr_cpus = 1;
 static unsigned long long total_writes, total_adoptions, total_failed;
+/* The longest time from the last look at a quota to borrowd's write of it. */
+static double race_max_s;
 /* Groups forgotten (and what no group could owe): for the totals. */
 static struct bq_acct gone;
 
@@ -721,6 +723,7 @@ static void settle(struct bq_group *q, double now)
 static void write_lowered(struct bq_group *q)
 {
 	long long lowered = q->pending_lowered, quota = q->a.quota_us - lowered;
+	double t;
 	int ret;
 
 	if (adopt(q))
@@ -737,7 +740,18 @@ static void write_lowered(struct bq_group *q)
 		    state_file, strerror(-ret));
 		return;
 	}
+	/*
+	 * Another party's write between this look and the write below is
+	 * lost (a cgroup file has no compare-and-swap): the look is the last
+	 * step before it, and the time between them is counted.
+	 */
+	if (adopt(q))
+		return;
+	t = now_s();
 	ret = write_quota(q->g.dir, quota, q->a.period_us);
+	t = now_s() - t;
+	if (t > race_max_s)
+		race_max_s = t;
 	if (ret) {
 		total_failed++;
 		if (ret != q->last_err)
@@ -896,6 +910,7 @@ void bq_totals(struct bq_totals *t)
 		t->regained_us += a->regained_us;
 	}
 	t->writes = total_writes;
+	t->race_max_us = race_max_s * 1e6;
 	t->adoptions = total_adoptions;
 	t->failed_writes = total_failed;
 }
@@ -939,8 +954,9 @@ void bq_json(FILE *f)
 	fprintf(f, "\"borrowed_us\": %llu, \"paid_us\": %llu, \"dropped_us\": %llu, "
 		"\"debt_us\": %llu, \"regained_us\": %llu, \"writes\": %llu, "
 		"\"adoptions\": %llu, \"failed_writes\": %llu, \"lowered_groups\": %d, "
-		"\"groups\": [", t.borrowed_us, t.paid_us, t.dropped_us, t.debt_us,
-		t.regained_us, t.writes, t.adoptions, t.failed_writes, t.lowered);
+		"\"race_max_us\": %.1f, \"groups\": [", t.borrowed_us, t.paid_us,
+		t.dropped_us, t.debt_us, t.regained_us, t.writes, t.adoptions,
+		t.failed_writes, t.lowered, t.race_max_us);
 	for (int i = 0; i < nr_groups; i++) {
 		const struct bq_group *q = &groups[i];
 

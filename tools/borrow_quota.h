@@ -88,6 +88,7 @@ struct bq_totals {
 	int groups, lowered;
 	unsigned long long borrowed_us, paid_us, dropped_us, debt_us, regained_us;
 	unsigned long long writes, adoptions, failed_writes;
+	double race_max_us;	/* the longest look-to-write time */
 };
 
 /* Sets up: the state file, the tick. 0 or -errno. */

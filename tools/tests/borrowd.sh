@@ -812,9 +812,11 @@ while True:
 	# What the kernel series gives it: its quota less what the worker spent.
 	share=$(((u1 - u0) * 1000 / (t1 - t0)))
 	want=$((500 - (r1 - r0) / (t1 - t0)))
-	local writes
-	writes=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["writes"])' "$tmp/quota1.json" 2>/dev/null)
-	info "quota mode: the client had $((share / 10)).$((share % 10)) % of a CPU; its quota less the worker's CPU: $((want / 10)).$((want % 10)) %; ${writes:-?} quota writes in $((${EPOCHREALTIME/./} / 1000000 - t0 / 1000000 + 1)) s"
+	local writes race
+	read -r writes race < <(python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+print(j["writes"], j["race_max_us"])' "$tmp/quota1.json" 2>/dev/null)
+	info "quota mode: the client had $((share / 10)).$((share % 10)) % of a CPU; its quota less the worker's CPU: $((want / 10)).$((want % 10)) %; ${writes:-?} quota writes in $((${EPOCHREALTIME/./} / 1000000 - t0 / 1000000 + 1)) s, at most ${race:-?} us from a look at the quota to a write"
 	check "quota mode: the client gets its quota less the worker's CPU (within 4 points of a CPU)" \
 		'[[ $rc -eq 0 && $base -ge 450 && $share -ge $((want - 40)) && $share -le $((want + 40)) ]]'
 	st=$(quota_of cgbd-qc)
