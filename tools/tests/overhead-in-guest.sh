@@ -80,18 +80,32 @@ for n in "$@"; do
 		# conmon, and its child the container's init (borrowd takes a
 		# conmon that is the parent of the container's first process).
 		if ((made < logging)); then
-			bash -c '(while :; do :; done) & echo $! >"$1"
+			# Busy once every container is made ($run/go): the setup
+			# is not slowed by them.
+			bash -c 'until [[ -e $3 ]]; do sleep 1; done
+				(while :; do :; done) & echo $! >"$1"
 				while :; do t=$((${EPOCHREALTIME/./} + $2)); while ((${EPOCHREALTIME/./} < t)); do :; done; sleep 0.05; done' \
-				_ "$dir/pidfile.new" "$work" &
+				_ "$dir/pidfile.new" "$work" "$run/go" &
 		else
 			bash -c 'sleep 3600 & echo $! >"$1"; exec sleep 3600' _ "$dir/pidfile.new" &
 		fi
 		pids+=("$!")
 		echo "$!" >"$dir/conmon.pid"
+		((made < logging)) && continue
 		until [[ -s $dir/pidfile.new ]]; do sleep 0.01; done
 		mv "$dir/pidfile.new" "$dir/pidfile"
 		pids+=("$(cat "$dir/pidfile")")
 		cat "$dir/pidfile" >"$cg/ovh-$made/cgroup.procs"
+	done
+	# The logging containers' inits, now that they start.
+	touch "$run/go"
+	for ((i = 0; i < made && i < logging; i++)); do
+		dir=$run/containers/storage/overlay-containers/$(printf 'c%063d' "$i")/userdata
+		[[ -s $dir/pidfile ]] && continue
+		until [[ -s $dir/pidfile.new ]]; do sleep 0.01; done
+		mv "$dir/pidfile.new" "$dir/pidfile"
+		pids+=("$(cat "$dir/pidfile")")
+		cat "$dir/pidfile" >"$cg/ovh-$i/cgroup.procs"
 	done
 	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines podman --mode "$mode" --stats "$run/stats.json" \
 		--quota-state "$run/quota" >"$run/borrowd.log" 2>&1 &
