@@ -96,6 +96,8 @@ static struct {
 
 static struct rule *rules;
 static int nr_rules, cap_rules;
+/* The kernel has cpu.cfs.borrowing_us: 1, 0, -1 unknown (kernel_has_file()). */
+static int kernel_file = -1;
 static struct borrowd_bpf *skel;
 static int nr_cpus;
 static volatile sig_atomic_t stop, dump;
@@ -714,7 +716,8 @@ static int client_of(struct bcg *g, const struct bcg_container *c)
 
 /*
  * Our own nerdctl series makes its logger charge for itself: a worker whose
- * executable names the file is left alone, or it would be charged twice.
+ * executable names the file is left alone where the kernel has the file,
+ * or it would be charged twice.
  */
 static bool charges_itself(pid_t pid)
 {
@@ -770,7 +773,8 @@ static int scan_container(const struct bcg_container *c, void *arg)
 		r->seen = true;
 		return 0;
 	}
-	if (charges_itself(c->worker_pid)) {
+	/* Where the kernel lacks the file, it cannot: then borrowd charges. */
+	if (kernel_file > 0 && charges_itself(c->worker_pid)) {
 		bool known = false;
 
 		for (int i = 0; i < nr_told && i < 64; i++)
@@ -1733,6 +1737,7 @@ static void choose_mode(void)
 {
 	int has = kernel_has_file();
 
+	kernel_file = has;
 	if (opt.mode == MODE_AUTO) {
 		opt.mode = has > 0 ? MODE_KERNEL : MODE_QUOTA;
 		msg("mode: %s (%s)", mode_names[opt.mode],
