@@ -47,15 +47,19 @@ tolerance_pct=${BORROWD_TOLERANCE_PCT:-1}
 
 tmp=$(mktemp -d)
 pids=()
-cleanup() {
+# kill_leftovers: whatever is left in the test's groups (an orphan the list
+# missed would keep the TAP stream's pipe open, and take a test's CPU).
+kill_leftovers() {
 	local p g
-	for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
-	# Whatever is left in the test's groups (an orphan the list missed
-	# would keep the TAP stream's pipe open).
-	for g in "$(cpu_root)"/cgbd-*/cgroup.procs; do
+	for g in "$(cpu_root)"/cgbd-*/cgroup.procs "$(cpu_root)"/cgbd-*/*/cgroup.procs; do
 		[[ -e $g ]] || continue
 		while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$g"
 	done
+}
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
+	kill_leftovers
 	wait 2>/dev/null
 	rm -rf "$tmp"
 }
@@ -284,6 +288,7 @@ guest_tests() {
 	pace_kill_tests
 	attack_tests
 	quota_tests --mode quota
+	self_charger_tests itself
 }
 
 # A shared daemon for the thread rule: one thread reads two clients' FIFOs
@@ -774,6 +779,8 @@ spinner() {
 # borrowd's mode arguments.
 quota_tests() {
 	local mode_args=("$@") spid cpid wpid bpid u0 u1 r0 r1 t0 t1 share want got st
+	# The client's CPU is measured: nothing of the earlier tests may run.
+	kill_leftovers
 	make_group cgbd-qc 50000
 	make_group cgbd-qw
 	spinner cgbd-qc 0
@@ -938,12 +945,50 @@ print(g[0]["debt_us"] + g[0]["paid_us"] if g else -1)' "$tmp/quota6.json" 2>/dev
 	kill "$wpid" "${spids[@]}"
 }
 
+# A worker whose executable names cpu.cfs.borrowing_us (the patched
+# nerdctl's logger) charges for itself where the kernel has the file, and
+# borrowd leaves it alone; where the kernel lacks it, borrowd charges it.
+# MODE_ARGS: borrowd's; EXPECT: "itself" or "charged".
+self_charger_tests() {
+	local expect=$1 sc init wpid bpid
+	shift
+	mkdir -p "$tmp/bin"
+	cp /bin/sleep "$tmp/bin/logger"
+	# An ELF file's trailing bytes are not loaded: the name is only there.
+	printf 'cpu.cfs.borrowing_us' >>"$tmp/bin/logger"
+	make_group cgbd-self 50000
+	bash -c 'sleep 600 & echo $! >"$1"; exec "$2" 600' _ "$tmp/self-init.pid" "$tmp/bin/logger" &
+	wpid=$!
+	pids+=("$wpid")
+	until [[ -s $tmp/self-init.pid ]]; do sleep 0.05; done
+	init=$(cat "$tmp/self-init.pid")
+	pids+=("$init")
+	echo "$init" >"$(cpu_root)/cgbd-self/cgroup.procs"
+	conmon_record eeee7777 "$init" "$wpid"
+	start_borrowd "$tmp/self.log" "$@" --engines podman --scan-ms 200 --quota-state "$tmp/quota"
+	wait_for "$tmp/self.log" "container eeee7777" && sc=1 || sc=0
+	sleep 0.3
+	kill -TERM "$bpid"
+	wait "$bpid"
+	out=$(cat "$tmp/self.log")
+	if [[ $expect == itself ]]; then
+		check "a worker whose executable names the file charges for itself: left alone" \
+			'[[ $sc -eq 1 && $out == *"eeee7777 charges for itself"* && $out != *"works for /cgbd-self"* ]]'
+	else
+		check "on a kernel without the file, such a worker is charged by borrowd" \
+			'[[ $sc -eq 1 && $out == *"works for /cgbd-self, container eeee7777"* ]]'
+	fi
+	kill "$wpid" "$init"
+	rm -rf "$tmp/run/containers/storage/overlay-containers/eeee7777"
+}
+
 stock_tests() {
 	mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
 	make_group cgbd-stock 50000
 	run --mode kernel --engines none --worker "$$:/cgbd-stock"
 	check "on the stock kernel, --mode kernel: exit 3, the kernel lacks the feature" '[[ $rc -eq 3 && $out == *"has no cpu.cfs.borrowing_us"* ]]'
 	quota_tests
+	self_charger_tests charged
 }
 
 run_mode "$mode"
