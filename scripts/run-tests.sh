@@ -47,9 +47,10 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      kernel (v2 and v1): cgborrow's charges, cpu.stat, cgset/cgget on the
      file, the kernel's errors and permissions; borrowd charging a busy
      worker's CPU time to its client (within 1 %), by hand and through
-     Podman's metadata, the thread rule, --pace, its quota mode (forced);
-     with unchanged engines (v2), in 3 s windows: conmon's CPU charged to
-     its container (Podman), dockerd's and containerd's CRI plugin's by
+     Podman's metadata, the thread rule, --pace;
+     with unchanged engines (v2), in 3 s windows, on the patched kernel
+     and on the stock kernel (borrowd's quota mode): conmon's CPU charged
+     to its container (Podman), dockerd's and containerd's CRI plugin's by
      the thread rule (Docker; pods made by crictl,
      scripts/crictl-build.sh); on the stock kernel (v2 and v1): the
      "kernel lacks the feature" errors, and borrowd's quota mode (its
@@ -329,15 +330,23 @@ for cg in v2 v1; do
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup "$cg" -- \
 		tools/tests/run-in-guest.sh "$results/tools-stock-$cg" cgborrow-stock borrowd-stock || true
 done
-log "tools: borrowd with unchanged Podman, Docker and containerd's CRI plugin"
+# engines_tap NAME VM-RUN-ARG...: the engines test into tools-NAME.tap.
+engines_tap() {
+	local out=$results/tools-$1.tap
+	shift
+	"$CFSB_ROOT/scripts/vm-run.sh" "$@" -- \
+		tools/tests/engines-in-guest.sh --tap --seconds 3 podman docker cri 2>&1 |
+		grep -v 'level=' >"$out" || true
+	grep -qE '^1\.\.[0-9]+$' "$out" ||
+		echo "not ok 999 engines: the run ended early (the last lines it wrote: above)" >>"$out"
+	! grep -q '^not ok' "$out" || tail -30 "$out"
+}
+log "tools: borrowd with unchanged Podman, Docker and containerd's CRI plugin, on the patched and the stock kernel"
 ensure_packages "${ENGINE_PACKAGES[@]}"
 "$CFSB_ROOT/scripts/crictl-build.sh"
-"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v2 -- \
-	tools/tests/engines-in-guest.sh --tap --seconds 3 podman docker cri 2>&1 |
-	grep -v 'level=' >"$results/tools-engines.tap" || true
-grep -qE '^1\.\.[0-9]+$' "$results/tools-engines.tap" ||
-	echo "not ok 999 engines: the run ended early (the last lines it wrote: above)" >>"$results/tools-engines.tap"
-! grep -q '^not ok' "$results/tools-engines.tap" || tail -30 "$results/tools-engines.tap"
+engines_tap engines --kernel "$patched_image" --cgroup v2
+# The stock kernel: borrowd in quota mode, what it charged from its --stats.
+engines_tap engines-stock --kernel "$stock_image" --cgroup v2
 
 # --- 8. the noisy-logging study, quick tier: the pipeline end to end ------
 log "experiments/noisy_logging.sh --quick"
@@ -454,4 +463,5 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/tools-build.tap" "$results/tools-host.tap" "$results/tools-host-borrowd.tap" \
 	"$results/tools-quota-unit.tap" "$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
 	"$results"/tools-stock-v{2,1}/{cgborrow,borrowd}-stock.tap "$results/tools-engines.tap" \
+	"$results/tools-engines-stock.tap" \
 	"$results/noisy_logging.tap" "$results/study-check.tap" "${target_summary_files[@]}"
