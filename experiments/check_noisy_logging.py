@@ -316,7 +316,8 @@ def rates_logged(d: Path) -> bool | str:
 
 CHARGES_NAME = (
     f"off, incg and the stock kernel charge nothing; B <= A + ({B_PTS:g} % of the window "
-    f"+ {B_US // 1000} ms per logging process) in every mode, B >= A - the same in process mode"
+    f"+ {B_US // 1000} ms per logging process, + a round of borrowd's, {BORROWD_ROUND_US // 1000} ms, "
+    "in the agent modes) in every mode, B >= A - the same in process mode"
 )
 AGENT_MODES = ("agent", "agent-quota")
 
@@ -327,6 +328,10 @@ def charges(d: Path, table: list[dict[str, str]], loggers: Callable[[dict[str, s
         a, b, wall = int(r["logger_us"]), int(r["charged_us"]), int(r["wall_us"])
         cell = " ".join(r[k] for k in ("n", "cmd", "quota_us", "mode") if k in r)
         tol = tolerance(wall, loggers(r))
+        # (borrowd charges a round, 100 ms, at a time: one from before the
+        # window may land in it, as in the engines part.)
+        if r["mode"] in AGENT_MODES:
+            tol += loggers(r) * BORROWD_ROUND_US
         # (borrowd in its quota mode: the kernel counts nothing, B is its.)
         quota = r.get("agent_mode") == "quota"
         if (r["mode"] in ("off", "incg") or is_stock(d) or quota) and b != 0:

@@ -927,7 +927,10 @@ AGENT_EXP2 = (
     ("agent_cpu", "agent CPU", 2),
     ("quota_writes_per_s", "quota writes/s", 2),
 )
-AGENT_PAIRED = {"exp1": ("BC_over_quota",), "exp2": ("sysbench_cpu", "cpu_ratio", "ratio", "BC_over_quota")}
+AGENT_PAIRED = {
+    "exp1": ("BC_over_quota", "paid", "agent_cpu", "quota_writes_per_s"),
+    "exp2": ("sysbench_cpu", "cpu_ratio", "ratio", "BC_over_quota", "agent_cpu", "quota_writes_per_s"),
+}
 
 Boots = dict[str, dict[str, float | None]]  # per boot: metric -> value
 
@@ -1400,13 +1403,37 @@ def render(raw: Path, plots: Path | None) -> tuple[str, dict[str, Any]] | None:
         "(a check that the series changes nothing unused), in `process` mode (all of the logging "
         "process's CPU, the default), in `thread` mode (the copying threads only, the paper's "
         "'after'), and with the logging process moved into its container's cgroup (`incg`, "
-        "nothing charged: what Podman's conmon_cgroup or a pod does).",
+        "nothing charged: what Podman's conmon_cgroup or a pod does)."
+        + (
+            " The agent modes: stock nerdctl's logging process charged by borrowd, on the stock kernel "
+            "in its quota mode, on the patched kernel through the kernel's file (`agent`) and in its "
+            "quota mode forced (`agent-quota`); their comparison is the section on borrowd below. "
+            + ("Not run here: " + ", ".join(missing) + "." if missing else "Every source ran.")
+            if (missing := agent_run_missing(vms)) is not None
+            else ""
+        ),
         "",
     ]
     text = "\n".join(
         head + targets_section(summary) + resolution_section(summary) + agent_section(vms, summary) + body
     )
     return text + "\n", summary
+
+
+def agent_run_missing(vms: list[Vm]) -> list[str] | None:
+    """For a run with the agent modes, the sources of the study it did not
+    run (None: no agent mode ran)."""
+    ran = {
+        ("stock-" if v.kernel == "stock" else "") + m for v in vms for m in v.meta.get("modes", "").split(",")
+    }
+    ran = {"stock" if m == "stock-off" else m for m in ran}
+    if not ran & {"agent", "agent-quota", "stock-agent", "stock-agent-quota"}:
+        return None
+    return [
+        SOURCE_LABEL[s]
+        for s in ("stock", "off", "process", "thread", "incg", "agent", "agent-quota")
+        if s not in ran
+    ]
 
 
 def dump_summary(summary: dict[str, Any]) -> str:
