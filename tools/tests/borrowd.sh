@@ -784,11 +784,10 @@ client_snap() {
 	read -r S_WORKER _ <"/proc/$2/schedstat"
 }
 
-# Quota mode (borrowd --mode quota, or auto on a kernel without the file):
-# a worker's CPU time lowers its client's quota until paid. MODE_ARGS are
-# borrowd's mode arguments.
+# Quota mode (auto, on a kernel without the file): a worker's CPU time
+# lowers its client's quota until paid.
 quota_tests() {
-	local mode_args=("$@") spid cpid wpid bpid u0 u1 r0 r1 p0 p1 t0 share want got st
+	local spid cpid wpid bpid u0 u1 r0 r1 p0 p1 t0 share want got st
 	# The client's CPU is measured: nothing of the earlier tests may run.
 	kill_leftovers
 	make_group cgbd-qc 50000
@@ -816,7 +815,7 @@ while True:
 	local base=$(((u1 - u0) * 10 / ((p1 - p0) * 1000 + 1)))
 	info "quota mode: the client alone: $((base / 10)).$((base % 10)) % of a CPU over $((p1 - p0)) periods (quota 50 %)"
 
-	start_borrowd "$tmp/quota1.log" "${mode_args[@]}" --engines none --quota-state "$tmp/quota" \
+	start_borrowd "$tmp/quota1.log" --engines none --quota-state "$tmp/quota" \
 		--stats "$tmp/quota1.json" --worker "$wpid:/cgbd-qc"
 	wait_for "$tmp/quota1.log" "ready" && rc=0 || rc=1
 	out=$(cat "$tmp/quota1.log")
@@ -853,7 +852,7 @@ print(j["charged_us"] - j["borrowed_us"] - j["dropped_us"])' "$tmp/quota1.json" 
 	# A busy worker: the client owes up to its bound, the quota stays low.
 	spinner cgbd-qw 1
 	wpid=$spid
-	start_borrowd "$tmp/quota2.log" "${mode_args[@]}" --engines none --quota-state "$tmp/quota" \
+	start_borrowd "$tmp/quota2.log" --engines none --quota-state "$tmp/quota" \
 		--worker "$wpid:/cgbd-qc"
 	wait_quota cgbd-qc '!50000' 5 && rc=0 || rc=1
 	info "quota mode: lowered to $q us after $waited_ms ms"
@@ -864,7 +863,7 @@ print(j["charged_us"] - j["borrowed_us"] - j["dropped_us"])' "$tmp/quota1.json" 
 	check "quota mode: kill -9 of borrowd: its watchdog restores the quota within 1 s" \
 		'[[ $rc -eq 0 && $q == 50000 && $waited_ms -le 1000 ]]'
 
-	start_borrowd "$tmp/quota3.log" "${mode_args[@]}" --engines none --quota-state "$tmp/quota" \
+	start_borrowd "$tmp/quota3.log" --engines none --quota-state "$tmp/quota" \
 		--worker "$wpid:/cgbd-qc"
 	wait_for "$tmp/quota3.log" "ready"
 	local wd
@@ -885,7 +884,7 @@ print(j["charged_us"] - j["borrowed_us"] - j["dropped_us"])' "$tmp/quota1.json" 
 		'[[ $rc -eq 0 && $st == "50000 100000" && $out == *"restored the quota"* && ! -e $tmp/quota ]]'
 
 	# Another party's write while the quota is lowered is theirs to keep.
-	start_borrowd "$tmp/quota4.log" "${mode_args[@]}" --engines none --quota-state "$tmp/quota" \
+	start_borrowd "$tmp/quota4.log" --engines none --quota-state "$tmp/quota" \
 		--stats "$tmp/quota4.json" --worker "$wpid:/cgbd-qc"
 	wait_quota cgbd-qc '!50000' 5 && rc=0 || rc=1
 	set_quota cgbd-qc 70000
@@ -899,7 +898,7 @@ print(j["charged_us"] - j["borrowed_us"] - j["dropped_us"])' "$tmp/quota1.json" 
 	out=$(cat "$tmp/quota4.log")
 	check "quota mode: a quota another party writes while borrowd charges is adopted and kept ($st)" \
 		'[[ $rc -eq 0 && $st == "70000 100000" && $out == *"adopted as the configured one"* ]]'
-	start_borrowd "$tmp/quota5.log" "${mode_args[@]}" --engines none --quota-state "$tmp/quota" \
+	start_borrowd "$tmp/quota5.log" --engines none --quota-state "$tmp/quota" \
 		--worker "$wpid:/cgbd-qc"
 	wait_quota cgbd-qc '!70000' 5 && rc=0 || rc=1
 	set_quota cgbd-qc max
@@ -910,7 +909,7 @@ print(j["charged_us"] - j["borrowed_us"] - j["dropped_us"])' "$tmp/quota1.json" 
 	st=$(quota_of cgbd-qc)
 	check "quota mode: a quota removed by another party stays removed ($st)" '[[ $rc -eq 0 && ${st%% *} == @(max|-1) ]]'
 	kill "$wpid" "$cpid"
-	quota_ancestor_tests "${mode_args[@]}"
+	quota_ancestor_tests
 }
 
 # A pod with a quota (cgbd-qa) whose container (c, quota too) is charged,
@@ -931,7 +930,7 @@ quota_ancestor_tests() {
 	spids+=("$spid")
 	spinner cgbd-qw 1
 	wpid=$spid
-	start_borrowd "$tmp/quota6.log" "$@" --engines none --quota-state "$tmp/quota" \
+	start_borrowd "$tmp/quota6.log" --engines none --quota-state "$tmp/quota" \
 		--stats "$tmp/quota6.json" --worker "$wpid:/cgbd-qa/c"
 	wait_for "$tmp/quota6.log" "ready"
 	for ((i = 0; i < 30; i++)); do
