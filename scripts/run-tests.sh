@@ -63,7 +63,9 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      to end: every planned VM exited 0 and measured every cell, the report
      and the summary are what the raw data give, and the numbers' sanity
      (experiments/check_noisy_logging.py: B = A within the stated
-     resolution in process mode, off, incg and the stock kernel charge
+     resolution in process mode and, with borrowd's round, in the agent
+     modes (borrowd, kernel file or quota mode), off, incg and the stock
+     kernel without borrowd charge
      nothing, ratios in (0, 1.2], charging better than off, no overhead
      regression at N = 1; the targets are reported only); then that
      check on the kept full run (experiments/results/full: it must pass)

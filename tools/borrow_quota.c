@@ -864,11 +864,13 @@ static bool write_due(struct bq_group *q, double now)
 	return false;
 }
 
-void bq_sleep(double seconds)
+void bq_sleep(double seconds, volatile sig_atomic_t *woken)
 {
 	double end = now_s() + seconds, now, wake;
 
 	for (;;) {
+		if (*woken)
+			return;
 		now = now_s();
 		wake = end;
 		for (int i = 0; i < nr_groups; i++) {
@@ -887,7 +889,7 @@ void bq_sleep(double seconds)
 			usleep((wake - now) * 1e6);
 	}
 	now = now_s();
-	if (now < end)
+	if (now < end && !*woken)
 		usleep((end - now) * 1e6);
 }
 

@@ -20,6 +20,7 @@
 #ifndef BORROW_QUOTA_H
 #define BORROW_QUOTA_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -104,8 +105,11 @@ int bq_charge(const struct bcg *client, unsigned long long usec, pid_t worker);
 int bq_owed(const struct bcg *g, long long *owed_us, long long *quota_us);
 /* One tick: pays, adopts others' writes, decides the writes. */
 void bq_tick(void);
-/* Sleeps until NOW_S + SECONDS, making the decided writes at period starts. */
-void bq_sleep(double seconds);
+/*
+ * Sleeps SECONDS, making the decided writes at period starts; returns
+ * early once *WAKE is set (a signal's flag).
+ */
+void bq_sleep(double seconds, volatile sig_atomic_t *wake);
 /* Restores every quota borrowd lowered, and the state file: how many. */
 int bq_restore_all(void);
 /*

@@ -100,7 +100,7 @@ static int nr_rules, cap_rules;
 static int kernel_file = -1;
 static struct borrowd_bpf *skel;
 static int nr_cpus;
-static volatile sig_atomic_t stop, dump;
+static volatile sig_atomic_t stop, dump, wake;
 
 void msg(const char *fmt, ...)
 {
@@ -1638,6 +1638,7 @@ static void on_signal(int sig)
 		dump = 1;
 	else
 		stop = 1;
+	wake = 1;
 }
 
 /*
@@ -1886,6 +1887,7 @@ int main(int argc, char **argv)
 		charge_clients();
 		if (opt.mode == MODE_QUOTA)
 			bq_tick();
+		wake = 0;
 		if (dump) {
 			dump = 0;
 			print_totals();
@@ -1894,7 +1896,7 @@ int main(int argc, char **argv)
 		if (opt.duration && now - start >= opt.duration)
 			break;
 		if (opt.mode == MODE_QUOTA)
-			bq_sleep(opt.interval_ms / 1000.0);
+			bq_sleep(opt.interval_ms / 1000.0, &wake);
 		else
 			usleep(opt.interval_ms * 1000);
 	}
