@@ -275,24 +275,16 @@ def check_vm(tap: Tap, d: Path, label: str, meta: dict[str, Any]) -> None:
         tap.check(
             f"{label}: throughput windows measured", lambda: count("throughput.csv", cells["throughput"])
         )
-    if cells["exp1"]:
-        tap.check(
-            f"{label}: experiment 1: " + CHARGES_NAME, lambda: charges(d, rows(d / "exp1.csv"), lambda r: 1)
-        )
-    if cells["exp2"]:
-        tap.check(
-            f"{label}: experiment 2: " + CHARGES_NAME,
-            lambda: charges(d, rows(d / "exp2.csv"), lambda r: int(r["n"]) - 1),
-        )
-    if meta.get("agent"):
+    # The charges of every cell; borrowd's in the agent modes' cells.
+    for name, fn in [(CHARGES_NAME, charges)] + ([(AGENT_NAME, agent)] if meta.get("agent") else []):
         if cells["exp1"]:
             tap.check(
-                f"{label}: experiment 1: " + AGENT_NAME, lambda: agent(d, rows(d / "exp1.csv"), lambda r: 1)
+                f"{label}: experiment 1: " + name, lambda fn=fn: fn(d, rows(d / "exp1.csv"), lambda r: 1)
             )
         if cells["exp2"]:
             tap.check(
-                f"{label}: experiment 2: " + AGENT_NAME,
-                lambda: agent(d, rows(d / "exp2.csv"), lambda r: int(r["n"]) - 1),
+                f"{label}: experiment 2: " + name,
+                lambda fn=fn: fn(d, rows(d / "exp2.csv"), lambda r: int(r["n"]) - 1),
             )
     if cells["exp2"]:
         check_exp2(tap, d, label)
