@@ -680,6 +680,20 @@ int bcg_parse_pid(const char *s, pid_t *pid)
 	return 0;
 }
 
+int bcg_grow(void **arr, int *cap, int need, size_t size)
+{
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	p = realloc(*arr, (size_t)(need * 2) * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = need * 2;
+	return 0;
+}
+
 const char *bcg_strerror(int err)
 {
 	switch (-err) {

@@ -123,6 +123,12 @@ int bcg_read(const struct bcg *g, struct bcg_stat *st);
 /* Just what it owes and its quota per period (-1: none), in us. */
 int bcg_owed(const struct bcg *g, long long *owed_us, long long *quota_us);
 
+/*
+ * Room for NEED elements of SIZE in the array *ARR of *CAP: 0, or -ENOMEM
+ * with the array as it was. Grows to twice NEED.
+ */
+int bcg_grow(void **arr, int *cap, int need, size_t size);
+
 /* A decimal number of microseconds, nothing else: 0 or -EINVAL/-ERANGE. */
 int bcg_parse_usec(const char *s, unsigned long long *usec);
 /* A pid: 0 or -EINVAL. */

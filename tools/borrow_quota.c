@@ -397,16 +397,9 @@ static struct bq_group *get_group(const char *path, int *err)
 	*err = read_quota(g.dir, &quota, &period);
 	if (*err)
 		return NULL;
-	if (nr_groups == cap_groups) {
-		int cap = cap_groups ? 2 * cap_groups : 16;
-
-		q = realloc(groups, cap * sizeof(*q));
-		if (!q) {
-			*err = -ENOMEM;
-			return NULL;
-		}
-		groups = q;
-		cap_groups = cap;
+	if (bcg_grow((void **)&groups, &cap_groups, nr_groups + 1, sizeof(*groups))) {
+		*err = -ENOMEM;
+		return NULL;
 	}
 	q = &groups[nr_groups++];
 	memset(q, 0, sizeof(*q));
@@ -536,15 +529,8 @@ int bq_restore_state(const char *file)
 	if (!f)
 		return 0;
 	while (getline(&line, &len, f) > 0) {
-		char **p;
-
-		if (nr == cap) {
-			cap = cap ? 2 * cap : 16;
-			p = realloc(lines, cap * sizeof(*lines));
-			if (!p)
-				break;
-			lines = p;
-		}
+		if (bcg_grow((void **)&lines, &cap, nr + 1, sizeof(*lines)))
+			break;
 		line[strcspn(line, "\n")] = '\0';
 		lines[nr++] = line;
 		line = NULL;
@@ -726,8 +712,6 @@ static void write_lowered(struct bq_group *q)
 	double t;
 	int ret;
 
-	if (adopt(q))
-		return;
 	settle(q, now_s());
 	q->pending = false;
 	if (lowered == q->a.lowered_us)

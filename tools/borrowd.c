@@ -113,20 +113,6 @@ void msg(const char *fmt, ...)
 	va_end(ap);
 }
 
-static int grow(void **arr, int *cap, int need, size_t size)
-{
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	p = realloc(*arr, (size_t)(need * 2) * size);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = need * 2;
-	return 0;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -221,13 +207,8 @@ static int add_rule(pid_t worker, unsigned long long start,
 		    client->path);
 		return 0;
 	}
-	if (nr_rules == cap_rules) {
-		cap_rules = cap_rules ? 2 * cap_rules : 16;
-		r = realloc(rules, cap_rules * sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		rules = r;
-	}
+	if (bcg_grow((void **)&rules, &cap_rules, nr_rules + 1, sizeof(*rules)))
+		return -ENOMEM;
 	/* The process that runs now, if no start time is known. */
 	if (!start && !bcg_proc_stat(worker, &p))
 		start = p.start;
@@ -327,7 +308,7 @@ static void watchdog(int sock)
 		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
 			memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
 		if (m.op == WATCH_STOP && fd >= 0) {
-			if (!grow((void **)&held, &cap_held, nr_held + 1, sizeof(*held))) {
+			if (!bcg_grow((void **)&held, &cap_held, nr_held + 1, sizeof(*held))) {
 				held[nr_held].pid = m.pid;
 				held[nr_held++].fd = fd;
 				continue;
@@ -686,7 +667,7 @@ static void charge_all(bool reap)
 	 * their last run is in the sums by now.
 	 */
 	if (!reap || !nr_rules ||
-	    grow((void **)&pfds, &cap_pfds, nr_rules, sizeof(*pfds)))
+	    bcg_grow((void **)&pfds, &cap_pfds, nr_rules, sizeof(*pfds)))
 		return;
 	for (int i = 0; i < nr_rules; i++)
 		pfds[i] = (struct pollfd){ .fd = rules[i].pidfd, .events = POLLIN };
@@ -1004,7 +985,7 @@ static void find_daemons(void)
 
 static int collect_container(const struct bcg_container *c, void *arg)
 {
-	if (grow((void **)&containers, &cap_containers, nr_containers + 1,
+	if (bcg_grow((void **)&containers, &cap_containers, nr_containers + 1,
 		 sizeof(*containers)))
 		return -ENOMEM;
 	containers[nr_containers++] = *c;
@@ -1035,7 +1016,7 @@ static struct client *daemon_client(pid_t daemon, const struct bcg_container *c)
 			break;
 	}
 	next_id = id % (MAX_CLIENTS - 1) + 1;
-	if (grow((void **)&clients, &cap_clients, nr_clients + 1, sizeof(*clients)))
+	if (bcg_grow((void **)&clients, &cap_clients, nr_clients + 1, sizeof(*clients)))
 		return NULL;
 	bpf_map_update_elem(bpf_map__fd(skel->maps.client_ns), &id, &zero, BPF_ANY);
 	cl = &clients[nr_clients++];
@@ -1103,7 +1084,7 @@ static void scan_pod_logs(void)
 		id = de->d_name + len - 68;
 		if (strspn(id, "0123456789abcdef") != 64)
 			continue;
-		if (grow((void **)&pod_logs, &cap_pod_logs, nr_pod_logs + 1,
+		if (bcg_grow((void **)&pod_logs, &cap_pod_logs, nr_pod_logs + 1,
 			 sizeof(*pod_logs)))
 			break;
 		if (snprintf(link, sizeof(link), "%s/%s", opt.pod_logs,
@@ -1212,7 +1193,7 @@ static void scan_daemon_fds(void)
 			if (!cl)
 				continue;
 			cl->seen = true;
-			if (grow((void **)&new, &cap_new, nr_new + 1, sizeof(*new)))
+			if (bcg_grow((void **)&new, &cap_new, nr_new + 1, sizeof(*new)))
 				break;
 			new[nr_new].tgid = daemons[d].pid;
 			new[nr_new].fd = (__u32)strtoul(de->d_name, NULL, 10);
@@ -1230,7 +1211,7 @@ static void scan_daemon_fds(void)
 		if (!still)
 			bpf_map_delete_elem(map, &fds[i]);
 	}
-	if (!grow((void **)&fds, &cap_fds, nr_new, sizeof(*fds))) {
+	if (!bcg_grow((void **)&fds, &cap_fds, nr_new, sizeof(*fds))) {
 		memcpy(fds, new, nr_new * sizeof(*fds));
 		nr_fds = nr_new;
 	}
