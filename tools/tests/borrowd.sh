@@ -452,15 +452,23 @@ pod_log_tests() {
 		'python3 -c "import sys; sys.exit(not ($cpu > 100000 and 80 <= $share <= 101))"'
 }
 
+# spinner GROUP [CPU]: a busy loop in GROUP (on CPU, if given), its pid in
+# $spid.
+spinner() {
+	local pin=()
+	[[ -n ${2:-} ]] && pin=(taskset -c "$2")
+	"${pin[@]}" bash -c 'while :; do :; done' &
+	spid=$!
+	pids+=("$spid")
+	echo "$spid" >"$(cpu_root)/$1/cgroup.procs"
+}
 # paced_spinner GROUP QUOTA LOG: a busy worker in cgbd-worker ($wpid)
 # charged to a new GROUP with QUOTA us per period by borrowd --pace ($bpid,
 # its output in LOG), once borrowd is ready.
 paced_spinner() {
 	make_group "$1" "$2"
-	bash -c 'while :; do :; done' &
-	wpid=$!
-	pids+=("$wpid")
-	echo "$wpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
+	spinner cgbd-worker
+	wpid=$spid
 	start_borrowd "$3" --engines none --pace --worker "$wpid:/$1"
 	wait_for "$3" "ready"
 }
@@ -737,12 +745,8 @@ quota_of() {
 }
 # set_quota GROUP QUOTA: another party's write (QUOTA max: none).
 set_quota() {
-	local d
-	d=$(cpu_root)/$1
-	if [[ -e $d/cpu.max ]]; then echo "$2 100000" >"$d/cpu.max"; else
-		[[ $2 == max ]] && set -- "$1" -1
-		echo "$2" >"$d/cpu.cfs_quota_us"
-	fi
+	[[ $2 == max && ! -e $(cpu_root)/$1/cpu.max ]] && set -- "$1" -1
+	make_group "$1" "$2"
 }
 # wait_quota GROUP [!]VALUE SEC: until the group's quota is (or, with !,
 # is not) VALUE, SEC seconds at most; the quota in $q, the time in $waited_ms.
@@ -757,30 +761,13 @@ wait_quota() {
 		sleep 0.02
 	done
 }
-# spinner GROUP CPU: a busy loop in GROUP on CPU, its pid in $spid.
-spinner() {
-	taskset -c "$2" bash -c 'while :; do :; done' &
-	spid=$!
-	pids+=("$spid")
-	echo "$spid" >"$(cpu_root)/$1/cgroup.procs"
-}
-
-# client_snap GROUP PID: the group's CPU time (us) into S_USAGE, its
-# bandwidth periods into S_PERIODS, process PID's CPU time (ns) into
-# S_WORKER; builtins only, close together (a fork takes tens of ms under
-# emulation). The periods are the clock: a busy group's timer counts every
-# period, whatever the timing of the reads.
+# client_snap GROUP PID: the group's counters (lib.sh's counters: its CPU
+# time in U, its bandwidth periods in P) and process PID's CPU time (ns)
+# into S_WORKER; builtins only, close together (a fork takes tens of ms
+# under emulation). The periods are the clock: a busy group's timer counts
+# every period, whatever the timing of the reads.
 client_snap() {
-	local d k v
-	d=$(cpu_root)/$1
-	S_USAGE=-1 S_PERIODS=-1
-	while read -r k v; do
-		case $k in
-		usage_usec) S_USAGE=$v ;;
-		nr_periods) S_PERIODS=$v ;;
-		esac
-	done <"$d/cpu.stat"
-	if [[ $S_USAGE == -1 ]]; then read -r v <"$d/cpuacct.usage"; S_USAGE=$((v / 1000)); fi
+	counters "$(cpu_root)/$1"
 	read -r S_WORKER _ <"/proc/$2/schedstat"
 }
 
@@ -807,10 +794,10 @@ while True:
 	echo "$wpid" >"$(cpu_root)/cgbd-qw/cgroup.procs"
 	sleep 1
 	client_snap cgbd-qc "$wpid"
-	u0=$S_USAGE p0=$S_PERIODS
+	u0=$U p0=$P
 	sleep 2
 	client_snap cgbd-qc "$wpid"
-	u1=$S_USAGE p1=$S_PERIODS
+	u1=$U p1=$P
 	# Shares of a CPU in 0.1 %, over the client's periods (100 ms each).
 	local base=$(((u1 - u0) * 10 / ((p1 - p0) * 1000 + 1)))
 	info "quota mode: the client alone: $((base / 10)).$((base % 10)) % of a CPU over $((p1 - p0)) periods (quota 50 %)"
@@ -823,10 +810,10 @@ while True:
 	sleep 1
 	t0=${EPOCHREALTIME/./}
 	client_snap cgbd-qc "$wpid"
-	u0=$S_USAGE p0=$S_PERIODS r0=$S_WORKER
+	u0=$U p0=$P r0=$S_WORKER
 	sleep 4
 	client_snap cgbd-qc "$wpid"
-	u1=$S_USAGE p1=$S_PERIODS r1=$S_WORKER
+	u1=$U p1=$P r1=$S_WORKER
 	kill -TERM "$bpid"
 	wait "$bpid"
 	rc=$?

@@ -227,35 +227,6 @@ container_group() {
 	GROUP_DIR=$cpu_root$GROUP
 	[[ -f $GROUP_DIR/cpu.stat ]]
 }
-# counters DIR: the group's CPU time (us) into U, its periods and
-# throttled periods (cpu.stat: what cAdvisor, and so kubelet, exports as
-# container_cpu_cfs_periods_total and ..._throttled_periods_total) into P
-# and T, what the kernel counted as charged (us; 0 without
-# cpu.cfs.borrowing_us) into K, with bash's builtins (forks are slow in the
-# guest under load). A kernel that counts what is outstanding counts every
-# charge as borrowed, the first series counted the dropped part apart.
-counters() {
-	local key v borrowed=0 dropped=0 outstanding=0
-	U=0 P=0 T=0
-	while read -r key v; do
-		case $key in
-		usage_usec) U=$v ;;
-		nr_periods) P=$v ;;
-		nr_throttled) T=$v ;;
-		borrowed_usec) borrowed=$v ;;
-		borrowed_time) borrowed=$((v / 1000)) ;;
-		borrow_dropped_usec) dropped=$v ;;
-		borrow_dropped_time) dropped=$((v / 1000)) ;;
-		borrow_outstanding_usec | borrow_outstanding_time) outstanding=1 ;;
-		esac
-	done <"$1/cpu.stat"
-	# v1: cpuacct mounted with cpu (cpu,cpuacct), in ns.
-	if [[ -f $1/cpuacct.usage ]]; then
-		read -r v <"$1/cpuacct.usage"
-		U=$((v / 1000))
-	fi
-	K=$((borrowed + (outstanding ? 0 : dropped)))
-}
 # agent_stats FILE GROUP: "MODE CHARGED DROPPED WRITES" from borrowd's
 # --stats: its mode and, in quota mode, what it charged GROUP (borrowed_us
 # and dropped_us, as the kernel counts every charge), what of that it

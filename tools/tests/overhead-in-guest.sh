@@ -63,20 +63,28 @@ busy_ns() {
 	echo $(((user + nice + system + irq + softirq + steal) * 1000000000 / $(getconf CLK_TCK)))
 }
 
+# userdata N: container N's directory in Podman's metadata.
+userdata() { echo "$run/containers/storage/overlay-containers/$(printf 'c%063d' "$1")/userdata"; }
+# place_init N: container N's init, once its conmon has written it to
+# pidfile.new: the pidfile, and the init in the container's group.
+place_init() {
+	local dir
+	dir=$(userdata "$1")
+	until [[ -s $dir/pidfile.new ]]; do sleep 0.01; done
+	mv "$dir/pidfile.new" "$dir/pidfile"
+	pids+=("$(cat "$dir/pidfile")")
+	cat "$dir/pidfile" >"$cg/ovh-$1/cgroup.procs"
+}
+
 made=0
 echo "# kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup), $(nproc) CPUs; borrowd --mode $mode;" \
 	"quotas $quota us per 100 ms; $logging logging containers (conmon works $work us per 50 ms); over ${secs} s"
 printf '%10s %8s %12s %14s %10s %10s %8s\n' containers logging "CPU (ms/s)" "per 100 (ms/s)" "% of busy" "writes/s" lowered
 for n in "$@"; do
 	for ((; made < n; made++)); do
-		id=$(printf 'c%063d' "$made")
-		dir=$run/containers/storage/overlay-containers/$id/userdata
-		mkdir -p "$dir" "$cg/ovh-$made"
-		if [[ -e $cg/ovh-$made/cpu.max ]]; then
-			echo "$quota 100000" >"$cg/ovh-$made/cpu.max"
-		else
-			echo "$quota" >"$cg/ovh-$made/cpu.cfs_quota_us"
-		fi
+		dir=$(userdata "$made")
+		mkdir -p "$dir"
+		make_group "ovh-$made" "$quota"
 		# conmon, and its child the container's init (borrowd takes a
 		# conmon that is the parent of the container's first process).
 		if ((made < logging)); then
@@ -91,21 +99,12 @@ for n in "$@"; do
 		fi
 		pids+=("$!")
 		echo "$!" >"$dir/conmon.pid"
-		((made < logging)) && continue
-		until [[ -s $dir/pidfile.new ]]; do sleep 0.01; done
-		mv "$dir/pidfile.new" "$dir/pidfile"
-		pids+=("$(cat "$dir/pidfile")")
-		cat "$dir/pidfile" >"$cg/ovh-$made/cgroup.procs"
+		((made < logging)) || place_init "$made"
 	done
 	# The logging containers' inits, now that they start.
 	touch "$run/go"
 	for ((i = 0; i < made && i < logging; i++)); do
-		dir=$run/containers/storage/overlay-containers/$(printf 'c%063d' "$i")/userdata
-		[[ -s $dir/pidfile ]] && continue
-		until [[ -s $dir/pidfile.new ]]; do sleep 0.01; done
-		mv "$dir/pidfile.new" "$dir/pidfile"
-		pids+=("$(cat "$dir/pidfile")")
-		cat "$dir/pidfile" >"$cg/ovh-$i/cgroup.procs"
+		[[ -s $(userdata "$i")/pidfile ]] || place_init "$i"
 	done
 	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines podman --mode "$mode" --stats "$run/stats.json" \
 		--quota-state "$run/quota" >"$run/borrowd.log" 2>&1 &
