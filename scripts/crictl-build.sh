@@ -7,8 +7,9 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 CRICTL_MODULE=sigs.k8s.io/cri-tools
-# The newest release the Go module proxy serves here that builds with the
-# preinstalled Go. Its CRI is runtime.v1, which containerd 1.6 serves.
+# The newest release the Go module proxy serves here that builds with
+# Debian's Go (lib.sh's use_go; it needs Go 1.24). Its CRI is runtime.v1,
+# which containerd 1.6 serves.
 CRICTL_VERSION=v1.34.0
 # Its go.sum hash, as sum.golang.org has it: checked before the build.
 CRICTL_SUM="h1:KqL9EJ+WgHtz1HR1exezm91n+o8O2uMLs/eHzHJHAWw="

@@ -172,19 +172,28 @@ ensure_kernel_source() {
 		ensure_packages "$KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION"
 		return 0
 	fi
-	local dir=$CFSB_CACHE/sources apt mirror
-	mirror=$(debian_mirror)
-	mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial"
-	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror sid main" >"$dir/apt/sources.list"
-	apt=(-o "Dir::Etc::sourcelist=$dir/apt/sources.list" -o Dir::Etc::sourceparts=/dev/null
-		-o "Dir::State::Lists=$dir/apt/lists" -o "Dir::Cache=$dir/apt/cache")
-	log "fetching $KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION from $mirror sid"
-	apt-get "${apt[@]}" update -qq
-	(cd "$dir" && apt-get "${apt[@]}" download -qq "$KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION" 2>/dev/null) ||
-		die "cannot download $KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION from $mirror sid"
+	local dir=$CFSB_CACHE/sources
+	log "fetching $KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION from Debian sid"
+	debian_download sid "$dir" "$KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION"
 	rm -rf "${dir:?}/${KERNEL_BASE:?}"
 	dpkg-deb -x "$dir/${KERNEL_SOURCE_PKG}_${KERNEL_SOURCE_PKG_VERSION}_all.deb" "$dir/$KERNEL_BASE"
 	[[ -f $KERNEL_SOURCE_TARBALL ]] || die "$KERNEL_SOURCE_PKG has no ${KERNEL_SOURCE_TARBALL##*/}"
+}
+
+# debian_download SUITE DIR PKG[=VERSION]...: the packages' .deb files
+# from Debian SUITE into DIR, through a source list and apt state of DIR's
+# own (DIR/apt): the machine's apt configuration and package set stay as
+# they are.
+debian_download() {
+	local suite=$1 dir=$2 apt
+	shift 2
+	mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(debian_mirror) $suite main" >"$dir/apt/sources.list"
+	apt=(-o "Dir::Etc::sourcelist=$dir/apt/sources.list" -o Dir::Etc::sourceparts=/dev/null
+		-o "Dir::State::Lists=$dir/apt/lists" -o "Dir::Cache=$dir/apt/cache")
+	apt-get "${apt[@]}" update -qq || die "cannot read Debian $suite's package lists from $(debian_mirror)"
+	(cd "$dir" && apt-get "${apt[@]}" download -qq "$@" 2>/dev/null) ||
+		die "cannot download $* from Debian $suite ($(debian_mirror))"
 }
 
 # debian_mirror: the Debian mirror the machine's apt sources use.
@@ -310,14 +319,35 @@ files_hash() {
 	done | sha256sum | cut -d' ' -f1
 }
 
-# use_go: the Go toolchain for the guest's Go binaries (nerdctl, crictl).
-# Go is preinstalled in /usr/local/go (not a Debian package: bookworm's is
-# too old for nerdctl's dependencies). Reproducible, self-contained builds:
-# no VCS stamping (trees are git worktrees), no toolchain download, no cgo
-# (the binaries run in the guest).
+# use_go: the Go toolchain for the guest's Go binaries (nerdctl, crictl) and
+# the nerdctl series' checks: Debian's own, the same on every machine
+# whatever else it has. Debian 12's Go (1.19, 1.23 in its backports) is
+# older than crictl needs; Debian 13's $GO_DEBIAN_PKG is the current
+# stable release's, and its go and gofmt are static binaries that run on
+# Debian 12. Downloaded once into $CFSB_CACHE/go and unpacked there (not
+# installed: the machine's package set stays as it is); the version taken
+# is the suite's current one, recorded in $CFSB_CACHE/go/version.
+# Reproducible, self-contained builds: no VCS stamping (trees are git
+# worktrees), no toolchain download, no cgo (the binaries run in the guest).
+GO_DEBIAN_SUITE=trixie
+GO_DEBIAN_PKG=golang-1.24
 use_go() {
-	command -v go >/dev/null || PATH=/usr/local/go/bin:$PATH
-	command -v go >/dev/null || die "no go on PATH nor in /usr/local/go/bin"
+	local dir=$CFSB_CACHE/go goroot=$CFSB_CACHE/go/root/usr/lib/go-${GO_DEBIAN_PKG#golang-}
+	if [[ ! -x $goroot/bin/go ]]; then
+		log "fetching Go: $GO_DEBIAN_PKG-go and -src from Debian $GO_DEBIAN_SUITE"
+		rm -rf "$dir"
+		debian_download "$GO_DEBIAN_SUITE" "$dir" "$GO_DEBIAN_PKG-go" "$GO_DEBIAN_PKG-src"
+		local deb
+		for deb in "$dir"/*.deb; do
+			dpkg-deb -x "$deb" "$dir/root" || die "cannot unpack $deb"
+			# shellcheck disable=SC2016 # dpkg's fields, not the shell's
+			dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb" >>"$dir/version"
+		done
+		rm -f "$dir"/*.deb
+		"$goroot/bin/go" version >/dev/null || die "Debian's Go in $goroot does not run"
+		log "Go: $(paste -sd, "$dir/version")"
+	fi
+	PATH=$goroot/bin:$PATH
 	export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local CGO_ENABLED=0
 }
 
