@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,6 +132,7 @@ bool bq_must_write(const struct bq_acct *a, long long target,
 
 struct bq_group {
 	struct bcg g;
+	unsigned long long ino;	/* its directory's: the group, not the path */
 	struct bq_acct a;
 	bool limited;		/* has a quota (configured) */
 	long long written_us;	/* the quota borrowd wrote, -1: none in effect */
@@ -376,6 +378,50 @@ static struct bq_group *find_group(const char *dir)
 	return NULL;
 }
 
+/* The inode of a group's directory, 0 if it has none. */
+static unsigned long long dir_ino(const char *dir)
+{
+	struct stat st;
+
+	return stat(dir, &st) ? 0 : st.st_ino;
+}
+
+static int save_state(void);
+
+/*
+ * Stops tracking group I: its totals go to the report, what it owes is
+ * dropped. (The last group moves into its slot.)
+ */
+static void forget(int i)
+{
+	struct bq_group *q = &groups[i];
+	bool saved = q->written_us >= 0;
+
+	gone.borrowed_us += q->a.borrowed_us;
+	gone.paid_us += q->a.paid_us;
+	gone.dropped_us += q->a.dropped_us + q->a.debt_us;
+	gone.regained_us += q->a.regained_us;
+	groups[i] = groups[--nr_groups];
+	if (saved)
+		save_state();
+}
+
+/*
+ * A group removed, or removed and made again at its path, is another
+ * group: what the old one owed is not the new one's. True if Q was
+ * forgotten for it.
+ */
+static bool forget_if_gone(struct bq_group *q)
+{
+	if (dir_ino(q->g.dir) == q->ino)
+		return false;
+	if (q->a.debt_us)
+		msg("%s: removed while it owed %lld us: dropped", q->g.path,
+		    q->a.debt_us);
+	forget(q - groups);
+	return true;
+}
+
 /* The group at PATH in the hierarchy, tracked from now on: NULL on error. */
 static struct bq_group *get_group(const char *path, int *err)
 {
@@ -387,7 +433,7 @@ static struct bq_group *get_group(const char *path, int *err)
 	if (*err)
 		return NULL;
 	q = find_group(g.dir);
-	if (q)
+	if (q && !forget_if_gone(q))
 		return q;
 	/* The state file has a line per group, the path last. */
 	if (strchr(g.dir, '\n')) {
@@ -404,6 +450,7 @@ static struct bq_group *get_group(const char *path, int *err)
 	q = &groups[nr_groups++];
 	memset(q, 0, sizeof(*q));
 	q->g = g;
+	q->ino = dir_ino(g.dir);
 	q->a.quota_us = quota;
 	q->a.period_us = period;
 	q->limited = quota > 0;
@@ -778,11 +825,11 @@ void bq_tick(void)
 		/* Unused for a minute and owing nothing: forgotten. */
 		if (!q->a.debt_us && q->written_us < 0 && !q->pending &&
 		    now - q->last_use > 60) {
-			gone.borrowed_us += q->a.borrowed_us;
-			gone.paid_us += q->a.paid_us;
-			gone.dropped_us += q->a.dropped_us;
-			gone.regained_us += q->a.regained_us;
-			groups[i--] = groups[--nr_groups];
+			forget(i--);
+			continue;
+		}
+		if (forget_if_gone(q)) {
+			i--;
 			continue;
 		}
 		settle(q, now);

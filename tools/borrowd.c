@@ -62,6 +62,7 @@ struct rule {
 	__u64 counted_ns;	/* worker CPU time covered by charges */
 	__u64 sum_ns;		/* the BPF sum, this round */
 	unsigned long long charged_us;
+	unsigned long long failed_us;	/* charges that failed, not retried */
 	int last_err;		/* reported once until it changes */
 	bool seen;		/* in the last engine scan */
 	bool stopped;		/* paced: SIGSTOPped by us */
@@ -531,13 +532,29 @@ static void unpace(struct rule *r)
 	save_pace_state();
 }
 
+/* Charges of rules and clients that are gone: for the totals. */
+static unsigned long long gone_charged_us, gone_failed_us;
+
+/* ", N us failed" when any did. */
+static const char *failed_note(unsigned long long failed_us)
+{
+	static char buf[48];
+
+	buf[0] = '\0';
+	if (failed_us)
+		snprintf(buf, sizeof(buf), ", %llu us failed", failed_us);
+	return buf;
+}
+
 static void remove_rule(struct rule *r)
 {
 	unpace(r);
 	close(r->pidfd);
 	bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &r->worker);
-	msg("worker %d (%s) for %s: gone, charged %llu us in all", (int)r->worker,
-	    r->comm, r->client.path, r->charged_us);
+	msg("worker %d (%s) for %s: gone, charged %llu us in all%s", (int)r->worker,
+	    r->comm, r->client.path, r->charged_us, failed_note(r->failed_us));
+	gone_charged_us += r->charged_us;
+	gone_failed_us += r->failed_us;
 	*r = rules[--nr_rules];
 }
 
@@ -623,10 +640,17 @@ static int charge_rule(struct rule *r, __u64 total_ns)
 		return 0;
 	ret = charge(&r->client, usec, r->worker);
 	report_error(r, ret);
-	if (ret)
-		return ret;
-	/* Sub-microsecond remainders stay for the next charge. */
+	/*
+	 * Sub-microsecond remainders stay for the next charge. A failed one
+	 * is counted and not retried: a retry would carry the time up as one
+	 * charge that grows for as long as charges fail (a group removed and
+	 * made again at its path would pay for the time it did not exist).
+	 */
 	r->counted_ns += usec * 1000;
+	if (ret) {
+		r->failed_us += usec;
+		return ret;
+	}
 	r->charged_us += usec;
 	if (opt.verbose)
 		msg("charged %llu us to %s for worker %d", usec, r->client.path,
@@ -823,6 +847,7 @@ struct client {
 	struct bcg g;
 	__u64 counted_ns;
 	unsigned long long charged_us;
+	unsigned long long failed_us;
 	int last_err;
 	bool seen;
 };
@@ -1045,9 +1070,12 @@ static void charge_client(struct client *cl, __u64 total_ns)
 		msg("daemon %d: cannot charge %s: %s", (int)cl->daemon, cl->g.path,
 		    bcg_strerror(ret));
 	cl->last_err = ret;
-	if (ret)
-		return;
+	/* A failed charge is counted and not retried, as charge_rule()'s. */
 	cl->counted_ns += usec * 1000;
+	if (ret) {
+		cl->failed_us += usec;
+		return;
+	}
 	cl->charged_us += usec;
 	if (opt.verbose)
 		msg("charged %llu us to %s for daemon %d", usec, cl->g.path,
@@ -1062,6 +1090,14 @@ static void charge_clients(void)
 	for (int i = 0; i < nr_clients; i++)
 		if (!bpf_map_lookup_elem(fd, &clients[i].id, &ns))
 			charge_client(&clients[i], ns);
+}
+
+static void forget_client(const struct client *cl)
+{
+	msg("shared daemon %d: container %.12s gone, charged %llu us in all%s",
+	    (int)cl->daemon, cl->container, cl->charged_us, failed_note(cl->failed_us));
+	gone_charged_us += cl->charged_us;
+	gone_failed_us += cl->failed_us;
 }
 
 /* kubelet's links: NAME-ID.log, ID 64 hex digits, to the container's log. */
@@ -1221,9 +1257,7 @@ static void scan_daemon_fds(void)
 		if (clients[i].seen)
 			clients[n++] = clients[i];
 		else
-			msg("shared daemon %d: container %.12s gone, charged %llu us in all",
-			    (int)clients[i].daemon, clients[i].container,
-			    clients[i].charged_us);
+			forget_client(&clients[i]);
 	}
 	nr_clients = n;
 }
@@ -1271,13 +1305,14 @@ static const char *pace_note(const struct rule *r)
 static void print_totals(void)
 {
 	for (int i = 0; i < nr_rules; i++)
-		msg("worker %d (%s) -> %s: charged %llu us%s", (int)rules[i].worker,
+		msg("worker %d (%s) -> %s: charged %llu us%s%s", (int)rules[i].worker,
 		    rules[i].comm, rules[i].client.path, rules[i].charged_us,
+		    failed_note(rules[i].failed_us),
 		    opt.pace ? pace_note(&rules[i]) : "");
 	for (int i = 0; i < nr_clients; i++)
-		msg("daemon %d, container %.12s -> %s: charged %llu us",
+		msg("daemon %d, container %.12s -> %s: charged %llu us%s",
 		    (int)clients[i].daemon, clients[i].container, clients[i].g.path,
-		    clients[i].charged_us);
+		    clients[i].charged_us, failed_note(clients[i].failed_us));
 	if (opt.mode == MODE_QUOTA)
 		bq_print(stderr);
 }
@@ -1285,17 +1320,21 @@ static void print_totals(void)
 /* --stats: the totals as JSON, replaced whole (written aside, renamed). */
 static void write_stats(void)
 {
-	unsigned long long charged = 0;
+	unsigned long long charged = gone_charged_us, failed = gone_failed_us;
 	char tmp[PATH_MAX + 8];
 	struct rusage ru;
 	FILE *f;
 
 	if (!*opt.stats)
 		return;
-	for (int i = 0; i < nr_rules; i++)
+	for (int i = 0; i < nr_rules; i++) {
 		charged += rules[i].charged_us;
-	for (int i = 0; i < nr_clients; i++)
+		failed += rules[i].failed_us;
+	}
+	for (int i = 0; i < nr_clients; i++) {
 		charged += clients[i].charged_us;
+		failed += clients[i].failed_us;
+	}
 	getrusage(RUSAGE_SELF, &ru);
 	snprintf(tmp, sizeof(tmp), "%s.new", opt.stats);
 	f = fopen(tmp, "we");
@@ -1303,8 +1342,8 @@ static void write_stats(void)
 		msg("%s: %s", tmp, strerror(errno));
 		return;
 	}
-	fprintf(f, "{\"mode\": \"%s\", \"charged_us\": %llu, \"cpu_us\": %lld",
-		mode_names[opt.mode], charged,
+	fprintf(f, "{\"mode\": \"%s\", \"charged_us\": %llu, \"failed_us\": %llu, \"cpu_us\": %lld",
+		mode_names[opt.mode], charged, failed,
 		(long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
 		ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 	if (opt.mode == MODE_QUOTA) {

@@ -317,6 +317,7 @@ guest_tests() {
 	pod_log_tests
 	pace_tests
 	pace_kill_tests
+	failed_charge_tests
 	attack_tests
 	self_charger_tests itself
 }
@@ -600,6 +601,41 @@ pace_kill_tests() {
 	check "borrowd --resume continues the worker its state file names" \
 		'[[ $rc -eq 0 && $st == [RS] && $waited_ms -le 1000 ]]'
 	kill "$wpid"
+}
+
+# A charge that fails is not carried over: the client's group is removed
+# while its worker runs (every charge fails for 2 s), then made again at its
+# path; the new group is charged for what the worker ran since it was made
+# (and a round before, at most), not for the time it did not exist. (In
+# quota mode, borrowd's ledger of the new group starts at 0 too: it is
+# another group.)
+failed_charge_tests() {
+	local wpid bpid r0 r1 c1 due rc
+	make_group cgbd-regone 50000
+	spinner cgbd-worker
+	wpid=$spid
+	start_borrowd "$tmp/regone.log" --engines none --worker "$wpid:/cgbd-regone"
+	wait_for "$tmp/regone.log" "ready"
+	sleep 0.5
+	rmdir "$(cpu_root)/cgbd-regone"
+	wait_for "$tmp/regone.log" "cannot charge /cgbd-regone" && rc=0 || rc=1
+	sleep 2
+	r0=$(runtime "$wpid")
+	make_group cgbd-regone 50000
+	sleep 1
+	c1=$(charged cgbd-regone)
+	r1=$(runtime "$wpid")
+	kill -TERM "$bpid"
+	wait "$bpid"
+	kill "$wpid"
+	out=$(cat "$tmp/regone.log")
+	got=$c1 due=$(((r1 - r0) / 1000))
+	out=${out##*-> /cgbd-regone: }
+	info "failed charges: the new group charged $got us; the worker ran $due us since it was made; ${out%%$'\n'*}"
+	check "a charge that failed (the group removed) is reported, and counted as failed at exit" \
+		'[[ $rc -eq 0 && $out == *"us failed"* ]]'
+	check "... and not carried over: a group made again at the path pays what the worker ran since (and a round of 100 ms)" \
+		'[[ $got -gt $((due / 2)) && $got -le $((due + 100000)) ]]'
 }
 
 # A container must not decide who pays: each attack comes from a
@@ -1038,6 +1074,7 @@ stock_tests() {
 	make_group cgbd-worker
 	pace_tests
 	pace_kill_tests
+	failed_charge_tests
 	attack_tests
 }
 
