@@ -114,6 +114,24 @@ int bcg_from_path(struct bcg *g, const char *arg)
 	return 0;
 }
 
+/* The lowest common ancestor of two paths in the hierarchy, its length. */
+size_t bcg_common_len(const char *a, const char *b)
+{
+	size_t i = 0, last = 0;
+
+	while (a[i] && a[i] == b[i]) {
+		i++;
+		if (a[i] == '/' || !a[i])
+			last = i;
+	}
+	/* One ends where the other has a '/': an ancestor. */
+	if (!a[i] && b[i] == '/')
+		last = i;
+	if (!b[i] && a[i] == '/')
+		last = i;
+	return last;
+}
+
 /* v2: the "0::PATH" line of /proc/PID/cgroup. */
 static int v2_path_of(pid_t pid, char *path, size_t len)
 {

@@ -106,6 +106,11 @@ int bcg_from_path(struct bcg *g, const char *arg);
 int bcg_from_pid(struct bcg *g, pid_t pid);
 /* ... from a container id (or a unique prefix), via its init process. */
 int bcg_from_container(struct bcg *g, const char *id, struct bcg_container *c);
+/*
+ * The length of the path of the lowest common ancestor of two groups' paths
+ * (0: the root).
+ */
+size_t bcg_common_len(const char *a, const char *b);
 
 /*
  * Calls FN for each container the engines' metadata lists (containerd's

@@ -619,24 +619,6 @@ int bq_check(const struct bcg *g)
 	return read_quota(g->dir, &quota, &period);
 }
 
-/* The lowest common ancestor of two paths in the hierarchy, its length. */
-static size_t common_len(const char *a, const char *b)
-{
-	size_t i = 0, last = 0;
-
-	while (a[i] && a[i] == b[i]) {
-		i++;
-		if (a[i] == '/' || !a[i])
-			last = i;
-	}
-	/* One ends where the other has a '/': an ancestor. */
-	if (!a[i] && b[i] == '/')
-		last = i;
-	if (!b[i] && a[i] == '/')
-		last = i;
-	return last;
-}
-
 int bq_charge(const struct bcg *client, unsigned long long usec, pid_t worker)
 {
 	char path[PATH_MAX], *slash;
@@ -650,7 +632,7 @@ int bq_charge(const struct bcg *client, unsigned long long usec, pid_t worker)
 	if (!usec)
 		return 0;
 	if (worker > 0 && !bcg_from_pid(&wg, worker))
-		cut = common_len(client->path, wg.path);
+		cut = bcg_common_len(client->path, wg.path);
 	snprintf(path, sizeof(path), "%s", client->path);
 	q = get_group(path, &err);
 	if (!q)

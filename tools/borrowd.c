@@ -488,25 +488,47 @@ static void stop_worker(struct rule *r)
  * stopped (SIGSTOP); the client's periods pay the debt down meanwhile, and
  * its output waits in the pipe, as with any slow worker.
  */
-static void pace(struct rule *r)
+/* Whether G owes more than --pace-periods of its quota (it has one). */
+static bool owes_too_much(const struct bcg *g)
 {
 	long long owed, quota;
-	bool stop_it;
 	int ret;
 
-	if (!opt.pace)
-		return;
-	ret = opt.mode == MODE_QUOTA ? bq_owed(&r->client, &owed, &quota) :
-				       bcg_owed(&r->client, &owed, &quota);
-	if (ret || quota <= 0)
-		return;
+	ret = opt.mode == MODE_QUOTA ? bq_owed(g, &owed, &quota) :
+				       bcg_owed(g, &owed, &quota);
 	/*
 	 * The periods pay a quota each, stopped or not: a debt that runs out
 	 * while the worker is stopped leaves periods unpaid. More than one
 	 * round of a busy worker's charges (two periods' quota) keeps it from
 	 * running out, so the worker gets about what the client pays.
 	 */
-	stop_it = owed > opt.pace_periods * quota;
+	return !ret && quota > 0 && owed > opt.pace_periods * quota;
+}
+
+/*
+ * Stops R's worker while a level its time is charged to owes too much: the
+ * client, or a limited ancestor below the one it shares with the worker (a
+ * pod's quota over a container without one); the quotas as they are now.
+ */
+static void pace(struct rule *r)
+{
+	struct bcg level = r->client, wg;
+	bool stop_it = false;
+	size_t cut = 0;
+	char *slash;
+
+	if (!opt.pace)
+		return;
+	if (opt.pid_form && !bcg_from_pid(&wg, r->worker))
+		cut = bcg_common_len(r->client.path, wg.path);
+	while (strlen(level.path) > cut && !stop_it) {
+		stop_it = owes_too_much(&level);
+		slash = strrchr(level.path, '/');
+		if (!slash || slash == level.path)
+			break;
+		*slash = '\0';
+		*strrchr(level.dir, '/') = '\0';
+	}
 	r->rounds++;
 	r->paused += stop_it;
 	if (stop_it == r->stopped)

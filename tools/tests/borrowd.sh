@@ -16,8 +16,10 @@
 #                      it says (within 10 %; measured: -3.0 to +0.2 %);
 #                      a thread that only writes a pod's log file, found
 #                      through kubelet's link to it (--pod-logs);
-#                      --pace holds a busy worker to its client's quota,
-#                      and a borrowd killed (SIGKILL) leaves no worker
+#                      --pace holds a busy worker to its client's quota
+#                      (or its pod's, or one set later), a failed charge
+#                      is not carried over to a group made again at its
+#                      path, and a borrowd killed (SIGKILL) leaves no worker
 #                      stopped: its watchdog continues it within a second,
 #                      or borrowd --resume from the state file; a worker
 #                      whose executable names the file is left alone; a
@@ -316,6 +318,7 @@ guest_tests() {
 	thread_rule_tests
 	pod_log_tests
 	pace_tests
+	pace_ancestor_tests
 	pace_kill_tests
 	failed_charge_tests
 	attack_tests
@@ -523,6 +526,44 @@ pace_tests() {
 		'[[ $rc -eq 0 && $share -ge 350 && $share -le 650 ]]'
 	out=$(grep "State" "/proc/$wpid/status" 2>/dev/null)
 	check "--pace: borrowd leaves no worker stopped when it exits" '[[ $out != *stopped* ]]'
+}
+
+# --pace sees the quotas where they are now: a pod with 50 % of a CPU whose
+# container has no quota (charging the container charges the pod) holds
+# the worker to about the pod's quota; and a container given a quota while
+# charged (as "nerdctl update --cpus" does) is paced by it from then on.
+pace_ancestor_tests() {
+	local wpid bpid r0 r1 t0 t1 share pod
+	pod=$(cpu_root)/cgbd-ppod
+	make_group cgbd-ppod 50000
+	[[ -e $pod/cgroup.subtree_control ]] && echo +cpu >"$pod/cgroup.subtree_control"
+	make_group cgbd-ppod/c
+	spinner cgbd-worker
+	wpid=$spid
+	start_borrowd "$tmp/pace-pod.log" --engines none --pace --worker "$wpid:/cgbd-ppod/c"
+	wait_for "$tmp/pace-pod.log" "ready"
+	sleep 1
+	r0=$(runtime "$wpid") t0=$(date +%s%N)
+	sleep 3
+	r1=$(runtime "$wpid") t1=$(date +%s%N)
+	share=$(((r1 - r0) * 1000 / (t1 - t0)))
+	info "--pace, a pod's quota: the worker had $((share / 10)).$((share % 10)) % of a CPU (pod quota 50 %, the container none)"
+	check "--pace: a limited pod over a container without a quota holds the worker to about the pod's quota (35 to 65 %)" \
+		'[[ $share -ge 350 && $share -le 650 ]]'
+	# The pod unlimited, the container limited from now on.
+	set_quota cgbd-ppod max
+	make_group cgbd-ppod/c 20000
+	sleep 1
+	r0=$(runtime "$wpid") t0=$(date +%s%N)
+	sleep 3
+	r1=$(runtime "$wpid") t1=$(date +%s%N)
+	kill -TERM "$bpid"
+	wait "$bpid"
+	kill "$wpid"
+	share=$(((r1 - r0) * 1000 / (t1 - t0)))
+	info "--pace, a quota set while charged: the worker had $((share / 10)).$((share % 10)) % of a CPU (container quota 20 %)"
+	check "--pace: a quota given to the container while it is charged paces the worker from then on (10 to 30 %)" \
+		'[[ $share -ge 100 && $share -le 300 ]]'
 }
 
 # wait_state PID STATE SEC: until the process is in STATE (true) or is not
@@ -1073,6 +1114,7 @@ stock_tests() {
 	# Who pays and pacing do not depend on how a charge is paid.
 	make_group cgbd-worker
 	pace_tests
+	pace_ancestor_tests
 	pace_kill_tests
 	failed_charge_tests
 	attack_tests
