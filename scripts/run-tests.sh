@@ -130,6 +130,12 @@ static_checks() {
 			"$CFSB_ROOT"/nerdctl-patch/tests/*.sh "$CFSB_ROOT"/experiments/*.sh "$CFSB_ROOT/.ci/run" \
 			"$CFSB_ROOT"/tools/tests/*.sh
 		check "ruff check and format" bash -c "ruff check '$CFSB_ROOT' && ruff format --check '$CFSB_ROOT'"
+		# The tools are userspace: volatile sig_atomic_t is right there,
+		# the kernel's __printf() does not exist, and usage texts split.
+		check "checkpatch --strict on the tools' C (but the kernel-only rules)" \
+			"$(kernel_tree stock)/scripts/checkpatch.pl" --no-tree --strict -q \
+			--ignore VOLATILE,PREFER_DEFINED_ATTRIBUTE_MACRO,SPLIT_STRING \
+			-f "$CFSB_ROOT"/tools/*.[ch] "$CFSB_ROOT"/tools/tests/*.c
 		local base
 		for base in "${KERNEL_BASES[@]}"; do
 			# (The 6.12 series applied when the stock tree was made.)

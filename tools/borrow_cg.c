@@ -374,7 +374,8 @@ static pid_t find_logger(const char *ns, const char *id, pid_t init,
 		n = bcg_read_file(path, buf, sizeof(buf));
 		if (n <= 0)
 			continue;
-		has_id = has_ns = false;
+		has_id = false;
+		has_ns = false;
 		for (char *e = buf; e < buf + n; e += strlen(e) + 1) {
 			has_id |= !strcmp(e, want_id);
 			has_ns |= !strcmp(e, want_ns);
@@ -387,13 +388,16 @@ static pid_t find_logger(const char *ns, const char *id, pid_t init,
 }
 
 /* Where the engines record a container's init process (and its worker). */
-static const struct {
+/* Where an engine keeps its containers' records. */
+struct engine_layout {
 	const char *engine;
 	const char *pattern;	/* under the run directory */
 	const char *worker;	/* the worker's pid file, if any */
 	int id_depth;		/* the id's component from the end */
 	bool logger;		/* a binary logger may work for it */
-} engines[] = {
+};
+
+static const struct engine_layout engines[] = {
 	/* containerd's shims (nerdctl; Docker with the system's containerd) */
 	{ "containerd", "containerd/io.containerd.runtime.v2.task/*/*/init.pid",
 	  NULL, 2, true },
@@ -405,7 +409,8 @@ static const struct {
 	  "conmon.pid", 3, false },
 };
 
-int bcg_for_each_container(bcg_container_fn fn, void *arg)
+int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
+			void *arg)
 {
 	char pattern[PATH_MAX], ns[128], wpath[PATH_MAX];
 	struct bcg_proc init, w;
@@ -489,7 +494,7 @@ int bcg_from_container(struct bcg *g, const char *id, struct bcg_container *c)
 
 	if (!*id)
 		return -EINVAL;
-	bcg_for_each_container(match_container, &m);
+	bcg_scan_containers(match_container, &m);
 	if (!m.count)
 		return -BCG_ENOCONTAINER;
 	if (m.count > 1)

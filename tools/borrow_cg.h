@@ -116,8 +116,8 @@ size_t bcg_common_len(const char *a, const char *b);
  * Calls FN for each container the engines' metadata lists (containerd's
  * shims, Podman's conmon). Stops at and returns FN's first non-zero result.
  */
-typedef int (*bcg_container_fn)(const struct bcg_container *c, void *arg);
-int bcg_for_each_container(bcg_container_fn fn, void *arg);
+int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
+			void *arg);
 
 /* The file exists and the cpu controller is on: 0 or -error. */
 int bcg_check(const struct bcg *g);

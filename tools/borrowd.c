@@ -114,9 +114,7 @@ void msg(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
+static const char usage_text[] =
 "Usage: borrowd [--config FILE] [--worker PID:CGROUP]... [--engines LIST]\n"
 "               [--daemon PID|NAME|PATH]... [--pod-logs DIR] [--interval-ms MS]\n"
 "               [--scan-ms MS] [--mode auto|kernel|quota] [--quota-state FILE]\n"
@@ -175,7 +173,11 @@ static void usage(FILE *f)
 "SIGTERM or SIGINT: charge what is left, restore the quotas and exit;\n"
 "SIGUSR1: print totals.\n"
 "Exit status: 0 stopped, 1 error, 2 bad arguments or config, 3 the kernel\n"
-"lacks what borrowd needs.\n");
+"lacks what borrowd needs.\n";
+
+static void usage(FILE *f)
+{
+	fputs(usage_text, f);
 }
 
 static struct rule *find_rule(pid_t worker)
@@ -826,7 +828,7 @@ static void scan_engines(void)
 	for (int i = 0; i < nr_rules; i++)
 		if (rules[i].source == SRC_ENGINE)
 			rules[i].seen = false;
-	bcg_for_each_container(scan_container, NULL);
+	bcg_scan_containers(scan_container, NULL);
 	/* A container that is gone leaves its worker's last charges. */
 	for (int i = 0; i < nr_rules; i++) {
 		if (rules[i].source != SRC_ENGINE || rules[i].seen)
@@ -1033,7 +1035,7 @@ static void find_daemons(void)
 static int collect_container(const struct bcg_container *c, void *arg)
 {
 	if (bcg_grow((void **)&containers, &cap_containers, nr_containers + 1,
-		 sizeof(*containers)))
+		     sizeof(*containers)))
 		return -ENOMEM;
 	containers[nr_containers++] = *c;
 	return 0;
@@ -1143,7 +1145,7 @@ static void scan_pod_logs(void)
 		if (strspn(id, "0123456789abcdef") != 64)
 			continue;
 		if (bcg_grow((void **)&pod_logs, &cap_pod_logs, nr_pod_logs + 1,
-			 sizeof(*pod_logs)))
+			     sizeof(*pod_logs)))
 			break;
 		if (snprintf(link, sizeof(link), "%s/%s", opt.pod_logs,
 			     de->d_name) >= (int)sizeof(link) ||
@@ -1228,7 +1230,7 @@ static void scan_daemon_fds(void)
 	nr_containers = 0;
 	nr_pod_logs = 0;
 	if (nr_daemons) {
-		bcg_for_each_container(collect_container, NULL);
+		bcg_scan_containers(collect_container, NULL);
 		scan_pod_logs();
 	}
 	for (int i = 0; i < nr_clients; i++)
@@ -1413,7 +1415,8 @@ static int set_engines(const char *val)
 
 	if (snprintf(buf, sizeof(buf), "%s", val) >= (int)sizeof(buf))
 		return -EINVAL;
-	opt.engine_podman = opt.engine_containerd = false;
+	opt.engine_podman = false;
+	opt.engine_containerd = false;
 	for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
 		if (!strcmp(tok, "podman"))
 			opt.engine_podman = true;
@@ -1589,13 +1592,14 @@ static int parse_args(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strncmp(argv[i], "--config=", 9))
 			opt.config = argv[i] + 9;
-	config_given = opt.config != NULL;
+	config_given = !!opt.config;
 	ret = read_config(opt.config ?: DEFAULT_CONFIG, config_given);
 	if (ret)
 		return ret;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:pN:L:S:RM:Q:T:", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:pN:L:S:RM:Q:T:",
+				long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			continue;

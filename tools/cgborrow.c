@@ -27,9 +27,7 @@
 
 static const char *prog = "cgborrow";
 
-static void usage(FILE *f)
-{
-	fprintf(f,
+static const char usage_text[] =
 "Usage: cgborrow charge {CGROUP | --pid PID | --container ID} USEC [--worker-pid PID]\n"
 "       cgborrow show [--json] {CGROUP | --pid PID | --container ID}...\n"
 "       cgborrow top [--once] [--delay SEC] [--iterations N] [--all]\n"
@@ -57,7 +55,11 @@ static void usage(FILE *f)
 "group of its init process.\n"
 "\n"
 "Exit status: 0 success, 1 error, 2 bad arguments or value, 3 the kernel\n"
-"lacks cpu.cfs.borrowing_us, 4 permission denied.\n");
+"lacks cpu.cfs.borrowing_us, 4 permission denied.\n";
+
+static void usage(FILE *f)
+{
+	fputs(usage_text, f);
 }
 
 static int fail(int err, const char *what)
@@ -166,7 +168,7 @@ static int add_target(struct opts *o, int kind, const char *arg)
  */
 static bool allows(const char *allowed, int c)
 {
-	return strchr(allowed, c < OPT_PID ? c : 'A' + c - OPT_PID) != NULL;
+	return !!strchr(allowed, c < OPT_PID ? c : 'A' + c - OPT_PID);
 }
 
 /* Options of every subcommand; which ones it allows is checked after. */

@@ -46,7 +46,10 @@ static void run(const char *name, void (*fn)(void))
 	fn();
 	nr_tests++;
 	nr_failed += case_failed;
-	printf("%s %d %s\n", case_failed ? "not ok" : "ok", nr_tests, name);
+	if (case_failed)
+		printf("not ok %d %s\n", nr_tests, name);
+	else
+		printf("ok %d %s\n", nr_tests, name);
 }
 
 /* A group with a 50 ms quota every 100 ms. */
