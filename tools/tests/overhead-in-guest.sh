@@ -77,6 +77,7 @@ place_init() {
 }
 
 made=0
+mkfifo "$run/never"
 echo "# kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup), $(nproc) CPUs; borrowd --mode $mode;" \
 	"quotas $quota us per 100 ms; $logging logging containers (conmon works $work us per 50 ms); over ${secs} s"
 printf '%10s %8s %12s %14s %10s %10s %8s\n' containers logging "CPU (ms/s)" "per 100 (ms/s)" "% of busy" "writes/s" lowered
@@ -95,10 +96,14 @@ for n in "$@"; do
 		if ((made < logging)); then
 			# Busy once every container is made ($run/go): the setup
 			# is not slowed by them.
-			bash -c 'until [[ -e $3 ]]; do sleep 1; done
+			# Waits are reads of a FIFO nobody writes, with a
+			# timeout: a sleep(1) every 50 ms would be a fork and
+			# exec, far more CPU than the work itself.
+			bash -c 'exec 9<>"$4"
+				until [[ -e $3 ]]; do read -r -t 1 -u 9; done
 				(while :; do :; done) & echo $! >"$1"
-				while :; do t=$((${EPOCHREALTIME/./} + $2)); while ((${EPOCHREALTIME/./} < t)); do :; done; sleep 0.05; done' \
-				_ "$dir/pidfile.new" "$work" "$run/go" &
+				while :; do t=$((${EPOCHREALTIME/./} + $2)); while ((${EPOCHREALTIME/./} < t)); do :; done; read -r -t 0.05 -u 9; done' \
+				_ "$dir/pidfile.new" "$work" "$run/go" "$run/never" &
 		else
 			bash -c 'sleep 3600 & echo $! >"$1"; exec sleep 3600' _ "$dir/pidfile.new" &
 		fi
