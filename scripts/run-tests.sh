@@ -52,7 +52,9 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      and on the stock kernel (borrowd's quota mode): conmon's CPU charged
      to its container (Podman), dockerd's and containerd's CRI plugin's by
      the thread rule (Docker; pods made by crictl,
-     scripts/crictl-build.sh); on the stock kernel (v2 and v1): the
+     scripts/crictl-build.sh), two containers through one daemon charged
+     alike per byte logged, a third party's work on the daemon charged to
+     neither; on the stock kernel (v2 and v1): the
      "kernel lacks the feature" errors, and borrowd's quota mode (its
      arithmetic on the host: make -C tools check): the client gets its
      quota less the worker's CPU, the quota restored on exit, after

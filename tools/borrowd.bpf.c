@@ -5,17 +5,24 @@
  * one there. The agent reads the sums and charges them to the clients.
  *
  * Shared daemons (dockerd, containerd's CRI plugin copy every container's
- * logs) have the thread rule: a thread's CPU time between two reads goes
- * to the client whose pipe or FIFO it read last (or whose log file it
- * wrote last). The agent maps the
- * daemon's file descriptors to clients; at each read of a client's file by
- * a daemon thread, the time the thread ran since it was switched in or
- * last read one goes to its current client, and the file names the next.
+ * logs) have the thread rule: a daemon thread works for a container while
+ * it has evidence, and for nobody otherwise. The agent maps the daemon's
+ * file descriptors that carry a container's output to the container (its
+ * FIFOs, its log file open for writing). Evidence is data read from such a
+ * FIFO, or a write to such a file, which also claims the work the thread
+ * did since its last boundary (the line it formatted). The work ends at a
+ * boundary: the thread blocks, reads or writes any other file (a socket, a
+ * file of its own) but the runtime's (the Go scheduler's eventfd or pipe),
+ * reads nothing from the container's FIFO, or has run DAEMON_EVIDENCE_NS
+ * without new evidence. So an image pull, a
+ * stats request or a `logs` reader that a thread serves after a
+ * container's line is nobody's, whichever container it served before.
  *
  * It needs no BTF of the kernel (the project's guest kernel has none): the
  * sched_switch tracepoint's record layout has not changed since 4.x, and
  * the outgoing task is the current one, whose tgid a helper gives.
  */
+#include <stdbool.h>
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -46,7 +53,10 @@ struct {
 	__type(value, __u32);
 } daemons SEC(".maps");
 
-/* A daemon's file descriptor -> the client whose output it carries. */
+/*
+ * A daemon's file descriptor -> the client whose output it carries, or 0
+ * for the runtime's own (its eventfd, its wake-up pipe, epoll).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_FDS);
@@ -54,12 +64,19 @@ struct {
 	__type(value, __u32);
 } fd_clients SEC(".maps");
 
-/* A daemon thread -> the client it works for now (0: none). */
+/* A daemon thread's work: for which client, on what evidence. */
+struct thread_work {
+	__u32 client;		/* the client it works for now, 0: none */
+	__u32 reading;		/* the client whose FIFO it is reading, 0: none */
+	__u64 left;		/* ns it may run for CLIENT without new evidence */
+	__u64 unclaimed;	/* ns run for nobody since its last boundary */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, MAX_THREADS);
-	__type(key, __u32);
-	__type(value, __u32);
+	__type(key, __u32);		/* tid */
+	__type(value, struct thread_work);
 } thread_clients SEC(".maps");
 
 /* Per client id: the daemon CPU time spent for it, in ns. */
@@ -70,7 +87,13 @@ struct {
 	__type(value, __u64);
 } client_ns SEC(".maps");
 
-/* The sched_switch record (include/trace/events/sched.h). */
+/*
+ * The sched_switch record (include/trace/events/sched.h). prev_state is 0
+ * for a task that yields, TASK_REPORT_MAX for a preempted one, and one of
+ * the bits below it for one that blocks.
+ */
+#define SWITCH_PREEMPTED	0x100	/* TASK_REPORT_MAX */
+
 struct sched_switch_args {
 	__u64 common;			/* type, flags, preempt count, pid */
 	char prev_comm[16];
@@ -82,18 +105,72 @@ struct sched_switch_args {
 	__s32 next_prio;
 };
 
-/* A daemon thread ran from START to NOW: add it to its current client. */
-static void daemon_time(__u32 tid, __u64 start, __u64 now)
+/*
+ * A daemon thread ran NS: its client's, as far as the evidence reaches;
+ * the rest is unclaimed, which a write of a client's file may claim.
+ */
+static void daemon_time(struct thread_work *t, __u64 ns)
 {
-	__u32 *client;
-	__u64 *ns;
+	__u64 mine = 0, *sum;
 
-	client = bpf_map_lookup_elem(&thread_clients, &tid);
-	if (!client || !*client)
-		return;
-	ns = bpf_map_lookup_elem(&client_ns, client);
-	if (ns)
-		__sync_fetch_and_add(ns, now - start);
+	if (t->client) {
+		mine = ns < t->left ? ns : t->left;
+		t->left -= mine;
+		sum = bpf_map_lookup_elem(&client_ns, &t->client);
+		if (sum && mine)
+			__sync_fetch_and_add(sum, mine);
+		if (!t->left)
+			t->client = 0;
+	}
+	t->unclaimed += ns - mine;
+	if (t->unclaimed > DAEMON_EVIDENCE_NS)
+		t->unclaimed = DAEMON_EVIDENCE_NS;
+}
+
+/* A boundary: what the thread does next is nobody's until new evidence. */
+static void daemon_boundary(struct thread_work *t)
+{
+	t->client = 0;
+	t->unclaimed = 0;
+}
+
+/* Evidence of work for CLIENT; a write claims the thread's unclaimed time. */
+static void daemon_evidence(struct thread_work *t, __u32 client, bool write)
+{
+	__u64 *sum;
+
+	if (write && !t->client && t->unclaimed) {
+		sum = bpf_map_lookup_elem(&client_ns, &client);
+		if (sum)
+			__sync_fetch_and_add(sum, t->unclaimed);
+	}
+	t->client = client;
+	t->left = DAEMON_EVIDENCE_NS;
+	t->unclaimed = 0;
+}
+
+/* The daemon thread that runs now, and its time since its run began. */
+static struct thread_work *daemon_thread(__u32 tid)
+{
+	struct thread_work *t, fresh = {};
+	__u32 zero = 0;
+	struct cpu_run *run;
+	__u64 now;
+
+	t = bpf_map_lookup_elem(&thread_clients, &tid);
+	if (!t) {
+		bpf_map_update_elem(&thread_clients, &tid, &fresh, BPF_NOEXIST);
+		t = bpf_map_lookup_elem(&thread_clients, &tid);
+		if (!t)
+			return NULL;
+	}
+	run = bpf_map_lookup_elem(&runs, &zero);
+	if (run && run->start) {
+		now = bpf_ktime_get_ns();
+		daemon_time(t, now - run->start);
+		run->start = now;
+	}
+	return t;
 }
 
 SEC("tracepoint/sched/sched_switch")
@@ -101,6 +178,7 @@ int borrowd_switch(struct sched_switch_args *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 zero = 0, tgid = id >> 32;
+	struct thread_work *t;
 	struct cpu_run *run;
 	struct worker *w;
 
@@ -114,10 +192,13 @@ int borrowd_switch(struct sched_switch_args *ctx)
 			if (!w->gone)
 				__sync_fetch_and_add(&w->ns, now - run->start);
 		} else if (bpf_map_lookup_elem(&daemons, &tgid)) {
-			daemon_time((__u32)id, run->start, now);
+			t = daemon_thread((__u32)id);
+			/* It blocks (it was not preempted): a boundary. */
+			if (t && ctx->prev_state && !(ctx->prev_state & SWITCH_PREEMPTED))
+				daemon_boundary(t);
 		}
 	}
-	run->start = now;
+	run->start = bpf_ktime_get_ns();
 	run->tid = ctx->next_pid;
 	return 0;
 }
@@ -153,6 +234,8 @@ int borrowd_fork(struct sched_wakeup_new_args *ctx)
 	if (w)
 		w->gone = 1;
 	bpf_map_delete_elem(&daemons, &pid);
+	/* A new thread starts with no client, whatever its tid's last did. */
+	bpf_map_delete_elem(&thread_clients, &pid);
 	return 0;
 }
 
@@ -164,49 +247,82 @@ struct sys_enter_args {
 	__u64 args[6];
 };
 
-/* A daemon thread reads or writes FD: if it is a client's, work for it. */
-static int daemon_io(__u32 fd)
+/*
+ * A daemon thread reads or writes FD: a client's file is evidence (a read's
+ * once it returns data), any other file but the runtime's a boundary: a
+ * Go daemon writes its sockets for API clients and reads its image store,
+ * none of it a container's.
+ */
+static int daemon_io(__u32 fd, bool write)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now;
-	__u32 zero = 0, tid = (__u32)id, client, *c;
+	__u64 id = bpf_get_current_pid_tgid();
 	struct fd_key key = { .tgid = id >> 32, .fd = fd };
-	struct cpu_run *run;
+	struct thread_work *t;
+	__u32 *client;
 
 	if (!bpf_map_lookup_elem(&daemons, &key.tgid))
 		return 0;
-	/*
-	 * Only a client's file moves the thread: a Go daemon's threads read
-	 * other files all the time (the netpoller's eventfd on each wakeup),
-	 * and these would otherwise leave the work that follows to nobody.
-	 */
-	c = bpf_map_lookup_elem(&fd_clients, &key);
-	if (!c)
+	t = daemon_thread((__u32)id);
+	if (!t)
 		return 0;
-	client = *c;
-	/* The time up to this call is the previous client's. */
-	run = bpf_map_lookup_elem(&runs, &zero);
-	if (run && run->start) {
-		now = bpf_ktime_get_ns();
-		daemon_time(tid, run->start, now);
-		run->start = now;
+	client = bpf_map_lookup_elem(&fd_clients, &key);
+	if (!client) {
+		daemon_boundary(t);
+		return 0;
 	}
-	bpf_map_update_elem(&thread_clients, &tid, &client, BPF_ANY);
+	/* The runtime's own (client 0): neither. */
+	if (!*client)
+		return 0;
+	daemon_evidence(t, *client, write);
+	if (!write)
+		t->reading = *client;
 	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_enter_read")
 int borrowd_read(struct sys_enter_args *ctx)
 {
-	return daemon_io((__u32)ctx->args[0]);
+	return daemon_io((__u32)ctx->args[0], false);
 }
 
-/*
- * Writes too: a Go daemon's goroutine that read a client's FIFO goes on to
- * write its log file (whose path names the container as well), often on
- * another thread, as the runtime hands goroutines over at slow syscalls.
- */
 SEC("tracepoint/syscalls/sys_enter_write")
 int borrowd_write(struct sys_enter_args *ctx)
 {
-	return daemon_io((__u32)ctx->args[0]);
+	return daemon_io((__u32)ctx->args[0], true);
+}
+
+/* The syscalls' exit record (kernel/trace/trace.h: syscall_trace_exit). */
+struct sys_exit_args {
+	__u64 common;
+	__s32 nr;
+	__u32 pad;
+	__s64 ret;
+};
+
+/*
+ * A read of a client's FIFO returns: with data, the evidence (again, if
+ * the thread blocked in it); with none (EAGAIN, the end), a boundary.
+ */
+SEC("tracepoint/syscalls/sys_exit_read")
+int borrowd_read_done(struct sys_exit_args *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, client;
+	struct thread_work *t;
+
+	if (!bpf_map_lookup_elem(&daemons, &tgid))
+		return 0;
+	t = bpf_map_lookup_elem(&thread_clients, &tid);
+	if (!t || !t->reading)
+		return 0;
+	client = t->reading;
+	t->reading = 0;
+	t = daemon_thread(tid);
+	if (!t)
+		return 0;
+	if (ctx->ret > 0)
+		daemon_evidence(t, client, false);
+	else
+		daemon_boundary(t);
+	return 0;
 }

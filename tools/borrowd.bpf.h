@@ -4,11 +4,17 @@
 #define BORROWD_BPF_H
 
 #define MAX_WORKERS	4096
-#define MAX_CPUS	256
 /* Clients of shared daemons (the thread rule): ids 1 .. MAX_CLIENTS - 1. */
 #define MAX_CLIENTS	4096
 #define MAX_FDS		65536
 #define MAX_THREADS	65536
+/*
+ * The thread rule: how long a daemon thread may run for a client on one
+ * piece of evidence (a line read from its FIFO, a write to its log file).
+ * A line takes microseconds; this bounds what a thread that goes on to
+ * other work without blocking or touching a file can charge a client.
+ */
+#define DAEMON_EVIDENCE_NS	(5 * 1000 * 1000ULL)
 
 /*
  * A worker process (by tgid): the CPU time its threads ran, in ns. Once a

@@ -605,9 +605,13 @@ struct in_progress {
 	__u64 ns;
 };
 
+/* Per possible CPU (as many as the kernel has: no fixed bound). */
+static struct cpu_run *cpu_runs;
+static struct in_progress *in_progress;
+
 static void read_in_progress(struct in_progress *ip)
 {
-	struct cpu_run runs[MAX_CPUS];
+	struct cpu_run *runs = cpu_runs;
 	struct timespec ts;
 	__u32 zero = 0;
 	__u64 now;
@@ -686,7 +690,7 @@ static int charge_rule(struct rule *r, __u64 total_ns)
 static void charge_all(bool reap)
 {
 	int fd = bpf_map__fd(skel->maps.workers);
-	struct in_progress ip[MAX_CPUS];
+	struct in_progress *ip = in_progress;
 	static struct pollfd *pfds;
 	static int cap_pfds;
 	struct worker w;
@@ -844,8 +848,8 @@ static void scan_engines(void)
  * engine keeps for the container: dockerd's
  * /run/docker/containerd/ID/init-stdout, containerd CRI's
  * .../containers/ID/io/N/ID-stdout; see engine_dirs) to the container's
- * group; the BPF program charges each daemon thread's time between reads
- * to the client it last read from. dockerd's log file is in such a
+ * group; the BPF programs charge a daemon thread's time to a client while
+ * they have evidence (borrowd.bpf.c). dockerd's log file is in such a
  * directory (/var/lib/docker/containers/ID/ID-json.log); a Kubernetes
  * pod's log file (/var/log/pods/NS_POD_UID/NAME/N.log) is not, and its
  * name is partly the tenant's: kubelet names it by a symlink in
@@ -1199,8 +1203,32 @@ static bool engine_file_id(const char *target, char *id, size_t len)
 	return false;
 }
 
+/*
+ * Whether a daemon's descriptor FD (a name in DIR, its /proc/PID/fd)
+ * carries a container's output: a FIFO, or a file open for writing. A log
+ * file open for reading serves a `logs` request, which is not the
+ * container's work.
+ */
+static bool fd_carries_output(pid_t daemon, DIR *dir, const char *fd)
+{
+	char path[PATH_MAX], info[256];
+	const char *flags;
+	struct stat st;
+
+	if (fstatat(dirfd(dir), fd, &st, 0))
+		return false;
+	if (S_ISFIFO(st.st_mode))
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int)daemon, fd);
+	if (!S_ISREG(st.st_mode) || bcg_read_file(path, info, sizeof(info)) <= 0)
+		return false;
+	flags = strstr(info, "flags:");
+	return flags && (strtoul(flags + 6, NULL, 8) & O_ACCMODE) != O_RDONLY;
+}
+
 /* The client of DAEMON whose file TARGET is (a descriptor's link), or NULL. */
-static struct client *fd_client(pid_t daemon, const char *target)
+static struct client *fd_client(pid_t daemon, const char *target, DIR *dir,
+				const char *fd)
 {
 	char buf[128];
 	const char *id = NULL;
@@ -1210,15 +1238,29 @@ static struct client *fd_client(pid_t daemon, const char *target)
 			id = pod_logs[p].id;
 	if (!id && engine_file_id(target, buf, sizeof(buf)))
 		id = buf;
-	for (int c = 0; id && c < nr_containers; c++)
+	if (!id || !fd_carries_output(daemon, dir, fd))
+		return NULL;
+	for (int c = 0; c < nr_containers; c++)
 		if (!strcmp(containers[c].id, id))
 			return daemon_client(daemon, &containers[c]);
 	return NULL;
 }
 
+/*
+ * A descriptor of the daemon's runtime: the Go scheduler's wake-up eventfd
+ * (a pipe before Go 1.21, as in Debian's dockerd and containerd) and
+ * epoll. Go reads and writes them between and within any goroutine's
+ * work, a container's lines too: they neither end nor begin work for one.
+ */
+static bool fd_runtime(const char *target)
+{
+	return !strncmp(target, "anon_inode:", 11) || !strncmp(target, "pipe:", 5);
+}
+
 static void scan_daemon_fds(void)
 {
 	int map = bpf_map__fd(skel->maps.fd_clients), nr_new = 0, n = 0;
+	const __u32 no_client = 0;
 	static struct fd_key *new;
 	static int cap_new;
 	char path[64], target[PATH_MAX];
@@ -1249,15 +1291,17 @@ static void scan_daemon_fds(void)
 			if (len <= 0)
 				continue;
 			target[len] = '\0';
-			cl = fd_client(daemons[d].pid, target);
-			if (!cl)
+			cl = fd_client(daemons[d].pid, target, dir, de->d_name);
+			if (cl)
+				cl->seen = true;
+			else if (!fd_runtime(target))
 				continue;
-			cl->seen = true;
 			if (bcg_grow((void **)&new, &cap_new, nr_new + 1, sizeof(*new)))
 				break;
 			new[nr_new].tgid = daemons[d].pid;
 			new[nr_new].fd = (__u32)strtoul(de->d_name, NULL, 10);
-			bpf_map_update_elem(map, &new[nr_new], &cl->id, BPF_ANY);
+			bpf_map_update_elem(map, &new[nr_new], cl ? &cl->id : &no_client,
+					    BPF_ANY);
 			nr_new++;
 		}
 		closedir(dir);
@@ -1694,17 +1738,20 @@ static void on_signal(int sig)
  */
 static void visit_cpus(void)
 {
-	cpu_set_t all, one;
+	size_t size = CPU_ALLOC_SIZE(nr_cpus);
+	cpu_set_t *all = CPU_ALLOC(nr_cpus), *one = CPU_ALLOC(nr_cpus);
 
-	if (sched_getaffinity(0, sizeof(all), &all))
-		return;
-	for (int c = 0; c < nr_cpus && c < CPU_SETSIZE; c++) {
-		CPU_ZERO(&one);
-		CPU_SET(c, &one);
-		if (!sched_setaffinity(0, sizeof(one), &one))
-			usleep(1000);
+	if (all && one && !sched_getaffinity(0, size, all)) {
+		for (int c = 0; c < nr_cpus; c++) {
+			CPU_ZERO_S(size, one);
+			CPU_SET_S(c, size, one);
+			if (!sched_setaffinity(0, size, one))
+				usleep(1000);
+		}
+		sched_setaffinity(0, size, all);
 	}
-	sched_setaffinity(0, sizeof(all), &all);
+	CPU_FREE(all);
+	CPU_FREE(one);
 }
 
 /*
@@ -1856,8 +1903,14 @@ int main(int argc, char **argv)
 	}
 	libbpf_set_print(libbpf_log);
 	nr_cpus = libbpf_num_possible_cpus();
-	if (nr_cpus <= 0 || nr_cpus > MAX_CPUS) {
-		msg("unsupported number of CPUs: %d", nr_cpus);
+	if (nr_cpus <= 0) {
+		msg("cannot read the number of possible CPUs: %s", strerror(-nr_cpus));
+		return 1;
+	}
+	cpu_runs = calloc(nr_cpus, sizeof(*cpu_runs));
+	in_progress = calloc(nr_cpus, sizeof(*in_progress));
+	if (!cpu_runs || !in_progress) {
+		msg("out of memory");
 		return 1;
 	}
 	skel = borrowd_bpf__open_and_load();
@@ -1885,18 +1938,23 @@ int main(int argc, char **argv)
 	}
 	/* Reads matter for shared daemons only (and need syscall tracepoints). */
 	if (nr_daemon_pids || nr_daemon_names) {
-		skel->links.borrowd_read = bpf_program__attach(skel->progs.borrowd_read);
-		ret = libbpf_get_error(skel->links.borrowd_read);
-		if (!ret) {
-			skel->links.borrowd_write =
-				bpf_program__attach(skel->progs.borrowd_write);
-			ret = libbpf_get_error(skel->links.borrowd_write);
+		struct bpf_program *io[] = { skel->progs.borrowd_read,
+					     skel->progs.borrowd_read_done,
+					     skel->progs.borrowd_write };
+		struct bpf_link **links[] = { &skel->links.borrowd_read,
+					      &skel->links.borrowd_read_done,
+					      &skel->links.borrowd_write };
+
+		for (size_t i = 0; i < ARRAY_SIZE(io) && !ret; i++) {
+			*links[i] = bpf_program__attach(io[i]);
+			ret = libbpf_get_error(*links[i]);
+			if (ret)
+				*links[i] = NULL;
 		}
 		if (ret) {
-			skel->links.borrowd_read = NULL;
-			skel->links.borrowd_write = NULL;
-			msg("cannot attach to syscalls:sys_enter_read/write: %s (needs "
-			    "CONFIG_FTRACE_SYSCALLS)", strerror(-ret));
+			msg("cannot attach to syscalls:sys_enter_read/write and "
+			    "sys_exit_read: %s (needs CONFIG_FTRACE_SYSCALLS)",
+			    strerror(-ret));
 			borrowd_bpf__destroy(skel);
 			return EXIT_NOFEATURE;
 		}

@@ -41,7 +41,8 @@
 # kernel: measured 94 to 96 % in 3 s), at least 50 % for dockerd (84 to
 # 95 %), 25 % for containerd's CRI plugin (47 to 97 % on a loaded host
 # before borrowd followed kubelet's links to the pods' log files; 92 and
-# 97 % since, idle host). The same bounds on the stock kernel, quota mode,
+# 97 % since, idle host); for docker and cri also the thread rule's split
+# (split, below). The same bounds on the stock kernel, quota mode,
 # measured on the instruction clock (vm-run.sh --icount 0, 2 vCPUs) in 3 s
 # windows, v2 and v1 twice each: conmon 99.9 to 100.1 %, the nerdctl
 # logger 100.1 to 100.3 %, dockerd 96.9 to 97.6 %, CRI 96.5 to 97.2 %
@@ -356,6 +357,129 @@ measure() {
 	fi
 }
 
+# The thread rule's split, for a shared daemon (--tap): two containers
+# flood through it side by side (on CPU 0, with the daemon), each charged
+# by what the daemon spent for it, per byte of its log the same within
+# 15 %; then a third party drives the daemon's other work from CPU 1 (an
+# image exported over its API, or taken in, again and again: the
+# daemon's threads tar or hash it between the containers' lines), and the
+# daemon's CPU per byte grows by a tenth or more (the check's positive
+# control: the third party loaded the daemon), of which the containers'
+# charge per byte takes less than a third (all of it: the old rule, where
+# the last container a thread read for paid for what it did next).
+docker_logfile() { echo "/var/lib/docker/containers/$1/$1-json.log"; }
+cri_logfile() { echo "$CS_STATE/pods/$2/$2/0.log"; }
+docker_export() { "$docker" save "$(docker_image sysbench)" >/dev/null; }
+# (containerd's image export assembles the tar in ctr, the client; an
+# ingest has containerd itself take in and hash the image again.)
+cri_export() {
+	ctr --address /run/containerd/containerd.sock -n k8s.io content ingest \
+		"split-$RANDOM" <"$CS_IMAGES/sysbench.tar" >/dev/null 2>&1
+}
+# split_sample: into SPLIT, "DAEMON_NS CHARGED_X BYTES_X CHARGED_Y BYTES_Y".
+split_sample() {
+	local g b d out i
+	out=$(process_runtime "$wpid")
+	rm -f "$stats"
+	kill -USR1 "$bpid"
+	for ((i = 0; i < 100; i++)); do
+		[[ -s $stats ]] && break
+		cs_nap 0.1
+	done
+	for g in x y; do
+		counters "${split_dir[$g]}"
+		b=$K
+		[[ -s $stats ]] && read -r SM b d SW <<<"$(agent_stats "$stats" "${split_group[$g]}")"
+		[[ $SM == quota ]] || b=$K
+		out+=" $b $(stat -c %s "${split_log[$g]}")"
+	done
+	SPLIT=$out
+}
+split() {
+	local engine=$1 g id ipid i s0 s1 s2 stats log third=()
+	stats=/run/borrowd-$engine-split.stats log=/run/borrowd-$engine-split.log
+	local -A split_dir=() split_group=() split_log=()
+	for g in x y; do
+		id=$("${engine}_run" -d --name "split-$g" --cpuset-cpus 0 "${quota[@]}" "$("${engine}_image" busybox)" yes) ||
+			cs_die "$engine cannot run the container"
+		for ((i = 0; i < 50; i++)); do
+			ipid=$("${engine}_init" "$id" 2>/dev/null) && [[ -n $ipid ]] && break
+			cs_nap 0.1
+		done
+		container_group "$ipid" || cs_die "$engine: no group for container $id"
+		split_dir[$g]=$GROUP_DIR split_group[$g]=$GROUP split_log[$g]=$("${engine}_logfile" "$id" "split-$g")
+	done
+	wpid=$("${engine}_worker" "$id")
+	local args=(--engines none --daemon "${SHARED_DAEMON[$engine]}" --scan-ms 200)
+	[[ $engine == cri ]] && args+=(--pod-logs "$CS_POD_LOG_LINKS")
+	taskset -c 1 "${BORROWD:-$tools/borrowd}" "${args[@]}" --stats "$stats" >"$log" 2>&1 &
+	bpid=$!
+	for ((i = 0; i < 100; i++)); do
+		[[ $(grep -c "reads for container" "$log") -ge 2 ]] && break
+		cs_nap 0.1
+	done
+	cs_nap 1
+	split_sample
+	s0=$SPLIT
+	cs_nap "$secs"
+	split_sample
+	s1=$SPLIT
+	# (Two at a time: one leaves the daemon idle while its client waits.)
+	for i in 1 2; do
+		( taskset -cp 1 "$BASHPID" >/dev/null; while :; do "${engine}_export"; done ) &
+		third+=("$!")
+	done
+	cs_nap "$secs"
+	split_sample
+	s2=$SPLIT
+	kill "${third[@]}"
+	wait "${third[@]}" 2>/dev/null
+	kill -TERM "$bpid"
+	wait "$bpid"
+	bpid=""
+	"${engine}_rm" split-x
+	"${engine}_rm" split-y
+	# Per window: the daemon's ns per log byte, and each container's
+	# charged us per MB of its log.
+	local verdict
+	verdict=$(python3 - "$s0" "$s1" "$s2" <<'PY'
+import sys
+s = [list(map(int, a.split())) for a in sys.argv[1:]]
+w = [[b - a for a, b in zip(s[i], s[i + 1])] for i in (0, 1)]
+rows = []
+for n, (a, bx, nx, by, ny) in zip(("quiet", "third party"), w):
+    rows.append((a / max(nx + ny, 1), 1e6 * bx / max(nx, 1), 1e6 * by / max(ny, 1),
+                 1e6 * (bx + by) / max(nx + ny, 1)))
+    print(f"# {n}: daemon {a / 1e3:.0f} us; x charged {bx} us for {nx} bytes, y {by} us for {ny} bytes")
+(d0, x0, y0, c0), (d1, x1, y1, c1) = rows
+print(f"# charged per MB: x {x0:.0f} and y {y0:.0f} us (quiet), x {x1:.0f} and y {y1:.0f} us,"
+      f" both {c0:.0f} -> {c1:.0f} us (third party); the daemon's ns per byte {d0:.0f} -> {d1:.0f}")
+ok1 = min(min(r[2], r[4]) for r in w) > 0 and abs(x0 / max(y0, 1e-9) - 1) < 0.15 and abs(x1 / max(y1, 1e-9) - 1) < 0.15
+# What the third party added to the daemon's CPU per byte, and what of it
+# the containers were charged (us per MB / 1000: ns per byte).
+extra = d1 - d0
+took = (c1 - c0) / 1000 / max(extra, 1e-9)
+ok2 = d1 > 1.1 * d0 and took < 1 / 3
+print(int(ok1), int(ok2), f"{x0 / max(y0, 1e-9):.2f}/{x1 / max(y1, 1e-9):.2f}", f"{100 * took:.0f}", f"{d1 / max(d0, 1e-9):.2f}")
+PY
+)
+	echo "$verdict" | grep '^#'
+	local ok1 ok2 rx rc rd
+	read -r ok1 ok2 rx rc rd <<<"$(echo "$verdict" | grep -v '^#')"
+	n=$((n + 1))
+	if [[ $ok1 == 1 ]]; then
+		echo "ok $n $engine: two containers are charged alike per byte of their logs (x/y $rx, 0.85 to 1.15)"
+	else
+		echo "not ok $n $engine: two containers are charged alike per byte of their logs (x/y $rx, 0.85 to 1.15)"
+	fi
+	n=$((n + 1))
+	if [[ $ok2 == 1 ]]; then
+		echo "ok $n $engine: a third party's work on the daemon is charged to neither ($rc % of what it added per byte charged, under 33 %; the daemon's CPU per byte x$rd, over 1.1)"
+	else
+		echo "not ok $n $engine: a third party's work on the daemon is charged to neither ($rc % of what it added per byte charged, under 33 %; the daemon's CPU per byte x$rd, over 1.1)"
+	fi
+}
+
 n=0
 if [[ $tap -eq 1 ]]; then
 	echo "TAP version 13"
@@ -367,6 +491,7 @@ if [[ $tap -eq 1 ]]; then
 		"${engine}_start"
 		echo "# $engine: started in $((SECONDS - t0)) s"
 		measure "$engine" borrowd
+		[[ -n ${SHARED_DAEMON[$engine]:-} ]] && split "$engine"
 		t0=$SECONDS
 		"${engine}_stop"
 		echo "# $engine: stopped in $((SECONDS - t0)) s"
