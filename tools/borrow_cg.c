@@ -387,8 +387,7 @@ static pid_t find_logger(const char *ns, const char *id, pid_t init,
 	return found;
 }
 
-/* Where the engines record a container's init process (and its worker). */
-/* Where an engine keeps its containers' records. */
+/* Where an engine records a container's init process (and its worker). */
 struct engine_layout {
 	const char *engine;
 	const char *pattern;	/* under the run directory */

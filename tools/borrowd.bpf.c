@@ -14,9 +14,9 @@
  * boundary: the thread blocks, reads or writes any other file (a socket, a
  * file of its own) but the runtime's (the Go scheduler's eventfd or pipe),
  * reads nothing from the container's FIFO, or has run DAEMON_EVIDENCE_NS
- * without new evidence. So an image pull, a
- * stats request or a `logs` reader that a thread serves after a
- * container's line is nobody's, whichever container it served before.
+ * without new evidence. So an image pull, a stats request or a `logs`
+ * reader that a thread serves after a container's line is nobody's,
+ * whichever container it served before.
  *
  * It needs no BTF of the kernel (the project's guest kernel has none): the
  * sched_switch tracepoint's record layout has not changed since 4.x, and
@@ -198,7 +198,7 @@ int borrowd_switch(struct sched_switch_args *ctx)
 				daemon_boundary(t);
 		}
 	}
-	run->start = bpf_ktime_get_ns();
+	run->start = now;
 	run->tid = ctx->next_pid;
 	return 0;
 }
@@ -312,14 +312,11 @@ int borrowd_read_done(struct sys_exit_args *ctx)
 
 	if (!bpf_map_lookup_elem(&daemons, &tgid))
 		return 0;
-	t = bpf_map_lookup_elem(&thread_clients, &tid);
+	t = daemon_thread(tid);
 	if (!t || !t->reading)
 		return 0;
 	client = t->reading;
 	t->reading = 0;
-	t = daemon_thread(tid);
-	if (!t)
-		return 0;
 	if (ctx->ret > 0)
 		daemon_evidence(t, client, false);
 	else

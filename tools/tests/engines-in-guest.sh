@@ -239,24 +239,39 @@ agent_stats() {
 		[$s.mode, ($q.borrowed_us // 0) + ($q.dropped_us // 0), $q.dropped_us // 0, $s.writes // 0] |
 		map(tostring) | join(" ")' "$1"
 }
+# await_stats: until borrowd ($bpid) has written its --stats ($stats) on
+# SIGUSR1.
+await_stats() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[[ -s $stats ]] && return 0
+		cs_nap 0.1
+	done
+	cs_die "borrowd wrote no --stats on SIGUSR1 in 10 s"
+}
+# await_init ENGINE ID: the pid of container ID's init into ipid, once the
+# engine's metadata has it (5 s at most).
+await_init() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		ipid=$("${1}_init" "$2" 2>/dev/null) && [[ -n $ipid ]] && return 0
+		cs_nap 0.1
+	done
+}
 # sample: at once, the worker's CPU (ns) into SA, the clock (us) into ST,
 # the container's counters into SC SP SN and what was charged to it into
 # SB (SD of it dropped); with borrowd, its mode into SM and its quota
 # writes into SW, from the --stats it writes on SIGUSR1 (read after the
 # counters: the file comes within a round).
 sample() {
-	local i b d
+	local b d
 	rm -f "$stats"
 	SA=$(process_runtime "$wpid") ST=${EPOCHREALTIME/./}
 	[[ -z $bpid ]] || kill -USR1 "$bpid"
 	counters "$GROUP_DIR"
 	SB=$K SC=$U SP=$P SN=$T SD=0 SW=0 SM=-
 	[[ -n $bpid ]] || return 0
-	for ((i = 0; i < 100; i++)); do
-		[[ -s $stats ]] && break
-		cs_nap 0.1
-	done
-	[[ -s $stats ]] || cs_die "borrowd wrote no --stats on SIGUSR1 in 10 s"
+	await_stats
 	read -r SM b d SW <<<"$(agent_stats "$stats" "$GROUP")"
 	[[ $SM == quota ]] && SB=$b SD=$d
 	return 0
@@ -275,10 +290,7 @@ measure() {
 	id=$("${engine}_run" -d --name flood --cpuset-cpus 0 "${quota[@]}" "$("${engine}_image" busybox)" yes) ||
 		cs_die "$engine cannot run the container"
 	wpid=$("${engine}_worker" "$id")
-	for ((i = 0; i < 50; i++)); do
-		ipid=$("${engine}_init" "$id" 2>/dev/null) && [[ -n $ipid ]] && break
-		cs_nap 0.1
-	done
+	await_init "$engine" "$id"
 	container_group "$ipid" || cs_die "$engine: no group for container $id (init pid '$ipid')"
 	# borrowd's mode (--tap): the kernel's where the group has its file.
 	local want=quota
@@ -378,18 +390,14 @@ cri_export() {
 }
 # split_sample: into SPLIT, "DAEMON_NS CHARGED_X BYTES_X CHARGED_Y BYTES_Y".
 split_sample() {
-	local g b d out i
+	local g b d out
 	out=$(process_runtime "$wpid")
 	rm -f "$stats"
 	kill -USR1 "$bpid"
-	for ((i = 0; i < 100; i++)); do
-		[[ -s $stats ]] && break
-		cs_nap 0.1
-	done
+	await_stats
 	for g in x y; do
 		counters "${split_dir[$g]}"
-		b=$K
-		[[ -s $stats ]] && read -r SM b d SW <<<"$(agent_stats "$stats" "${split_group[$g]}")"
+		read -r SM b d SW <<<"$(agent_stats "$stats" "${split_group[$g]}")"
 		[[ $SM == quota ]] || b=$K
 		out+=" $b $(stat -c %s "${split_log[$g]}")"
 	done
@@ -402,10 +410,7 @@ split() {
 	for g in x y; do
 		id=$("${engine}_run" -d --name "split-$g" --cpuset-cpus 0 "${quota[@]}" "$("${engine}_image" busybox)" yes) ||
 			cs_die "$engine cannot run the container"
-		for ((i = 0; i < 50; i++)); do
-			ipid=$("${engine}_init" "$id" 2>/dev/null) && [[ -n $ipid ]] && break
-			cs_nap 0.1
-		done
+		await_init "$engine" "$id"
 		container_group "$ipid" || cs_die "$engine: no group for container $id"
 		split_dir[$g]=$GROUP_DIR split_group[$g]=$GROUP split_log[$g]=$("${engine}_logfile" "$id" "split-$g")
 	done
