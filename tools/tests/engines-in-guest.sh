@@ -91,7 +91,10 @@ source "$(dirname "$0")/../../scripts/container-stack.sh"
 source "$(dirname "$0")/lib.sh"
 tools=$CS_ROOT/.build/tools
 hier=$(cs_hierarchy) cpu_root=$(cs_cpu_root)
-podman=(podman --cgroup-manager cgroupfs --events-backend file)
+# (Its networks' directory defaults to /etc/containers/networks, which a
+# machine that never ran Podman lacks and the guest's / cannot make.)
+podman=(podman --cgroup-manager cgroupfs --events-backend file
+	--network-config-dir /var/lib/containers/networks)
 docker=/usr/bin/docker
 quota=(--cpu-quota $((quota_ms * 1000)) --cpu-period 100000)
 # The engines whose worker is one shared daemon (borrowd's thread rule, no
@@ -127,7 +130,9 @@ podman_start() {
 	  taskset -c 0 "${podman[@]}" load -q -i "$CS_IMAGES/sysbench.tar" >/dev/null ) ||
 		cs_die "podman cannot load the images"
 }
-podman_run() { ( cs_enter_cgroup system.slice/podman.service; taskset -c 0 "${podman[@]}" run "$@" ); }
+# No network: the containers only log, and netavark's default one needs
+# iptables modules the guest's kernel does not have.
+podman_run() { ( cs_enter_cgroup system.slice/podman.service; taskset -c 0 "${podman[@]}" run --network none "$@" ); }
 podman_rm() { "${podman[@]}" rm -f "$@" >/dev/null 2>&1; }
 podman_worker() {
 	cat "/run/containers/storage/overlay-containers/$1/userdata/conmon.pid"
