@@ -260,6 +260,15 @@ if section tail; then
 	info "--rm: $((${EPOCHREALTIME/./} - t0)) us"
 	tail_check "--rm" "$log"
 
+	# A last line without a newline (printf's, a prompt's) is logged, as a
+	# line of its own: nerdctl run signals the logger before it closes the
+	# pipe, and the logger, its reads cancelled, held the line unended.
+	log=/run/cfsb-tail-unended.json
+	rm -f "$log"
+	tail_run --rm --log-opt "log-path=$log" cfsb/busybox printf 'one\ntwo' >/dev/null 2>&1
+	got=$(sed -n 's/^{"log":"\([^"]*\)\\n","stream":"stdout".*/\1/p' "$log" | paste -sd,)
+	check "--rm: a last line without a newline is logged" '[[ $got == one,two ]]' "logged: '$got'"
+
 	# nerdctl rm -f of a running container whose output is all in the pipe.
 	log=/run/cfsb-tail-rmf.json
 	rm -f "$log"
