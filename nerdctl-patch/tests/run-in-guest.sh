@@ -8,14 +8,15 @@
 #
 #   run-in-guest.sh [--runtime runc|crun] [--cgroup-manager cgroupfs|systemd]
 #                   [--stock-kernel] [--only LIST] [--skip LIST]
+#                   [--flood-lines N]
 #
 # On the patched kernel: the logger charges the container (modes process,
 # thread, off; thread mode most of the logger's CPU, next to the paper's),
 # container CPU + charged CPU stays at the quota with nothing dropped, log
 # content is byte-identical whatever the mode, the last lines of a paced
 # flood are logged when the task is deleted (--rm, rm -f, start, a restart
-# policy's restarts: every crash message), a flood of 1000000 numbered lines
-# is logged whole with charging on and off in bounded memory, EPERM and EIO
+# policy's restarts: every crash message), a flood of N numbered lines
+# (--flood-lines, default 1000000) is logged whole with charging on and off in bounded memory, EPERM and EIO
 # on the charge writes and the cgroup removed mid-flood stop no line, and
 # say so once or not at all, nothing runs where there is no quota, no
 # container can write any cpu.cfs.borrowing_us, even with CAP_SYS_ADMIN,
@@ -27,7 +28,7 @@
 # Each section's time is an "# info:" line.
 set -uo pipefail
 
-runtime=runc manager=cgroupfs stock=0 only="" skip=""
+runtime=runc manager=cgroupfs stock=0 only="" skip="" flood_n=1000000
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--runtime) runtime=$2; shift 2 ;;
@@ -35,10 +36,12 @@ while [[ $# -gt 0 ]]; do
 	--stock-kernel) stock=1; shift ;;
 	--only) only=$2; shift 2 ;;
 	--skip) skip=$2; shift 2 ;;
+	--flood-lines) flood_n=$2; shift 2 ;;
 	-h | --help) awk 'NR > 3 && !/^#/ { exit } NR > 3' "$0" | cut -c3-; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
+[[ $flood_n =~ ^[1-9][0-9]*$ ]] || { echo "--flood-lines takes a positive number of lines" >&2; exit 2; }
 # shellcheck source=scripts/guest-check.sh
 source "$(dirname "$0")/../../scripts/guest-check.sh"
 cfsb_guest_only
@@ -363,7 +366,6 @@ fi
 # queues hold lines, not the flood). Each run ends with the task deleted
 # (nerdctl rm) while the logger may still be behind.
 if section flood; then
-	flood_n=${CFSB_FLOOD_LINES:-1000000}
 	seq 1 "$flood_n" >/tmp/want.flood
 	# logger_peak_rss PID FILE: the peak RSS (VmHWM, kB) of PID, written
 	# to FILE at every sample until PID exits.
