@@ -129,8 +129,10 @@ static const char usage_text[] =
 "control, by lowering the client's quota for the next periods and\n"
 "restoring it once paid (quota mode). It logs the mode it uses at start.\n"
 "\n"
-"  --config FILE        read FILE (default " DEFAULT_CONFIG " if it exists);\n"
-"                       flags given after it override it\n"
+"  --config FILE        read FILE (default " DEFAULT_CONFIG " if it exists)\n"
+"                       before the flags, wherever --config stands; the\n"
+"                       flags override it (--worker and --daemon add to\n"
+"                       its workers and daemons)\n"
 "  --worker PID:CGROUP  process PID works for CGROUP (a path in the cpu\n"
 "                       hierarchy); repeatable\n"
 "  --engines LIST       find workers in these engines' metadata, comma\n"
@@ -173,7 +175,7 @@ static const char usage_text[] =
 "SIGTERM or SIGINT: charge what is left, restore the quotas and exit;\n"
 "SIGUSR1: print totals.\n"
 "Exit status: 0 stopped, 1 error, 2 bad arguments or config, 3 the kernel\n"
-"lacks what borrowd needs.\n";
+"lacks what borrowd needs, 4 not allowed to load the BPF program.\n";
 
 static void usage(FILE *f)
 {
