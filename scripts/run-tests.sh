@@ -55,8 +55,8 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      to its container (Podman), dockerd's and containerd's CRI plugin's by
      the thread rule (Docker; pods made by crictl,
      scripts/crictl-build.sh), two containers through one daemon charged
-     alike per byte logged, a third party's work on the daemon charged to
-     neither; on the stock kernel (v2 and v1): the
+     alike per byte logged, a third party's work on the daemon not all
+     charged to them (what is, reported); on the stock kernel (v2 and v1): the
      "kernel lacks the feature" errors, and borrowd's quota mode (its
      arithmetic on the host: make -C tools check): the client gets its
      quota less the worker's CPU, the quota restored on exit, after
@@ -276,9 +276,11 @@ log "nerdctl: unit tests"
 # 5 min a mode under emulation). --targets all: every section everywhere,
 # a million lines.
 same_everywhere=(--only "charge,vanish,parent,escape")
-flood_lines=(--flood-lines 200000)
-[[ $targets != all ]] || same_everywhere=() flood_lines=()
-containers v2-runc --kernel "$patched_image" --cgroup v2 -- nerdctl-patch/tests/run-in-guest.sh "${flood_lines[@]}"
+flood_lines=(--flood-lines 200000) v2_skip=(--skip throughput)
+[[ $targets != all ]] || same_everywhere=() flood_lines=() v2_skip=()
+# (The throughput section is a measurement, no check: with --targets all.)
+containers v2-runc --kernel "$patched_image" --cgroup v2 -- nerdctl-patch/tests/run-in-guest.sh \
+	"${flood_lines[@]}" "${v2_skip[@]}"
 containers v1-crun --kernel "$patched_image" --cgroup v1 -- nerdctl-patch/tests/run-in-guest.sh \
 	--runtime crun "${same_everywhere[@]}"
 containers v2-systemd --kernel "$patched_image" --cgroup v2 --init systemd -- \
@@ -341,12 +343,6 @@ for cg in v2 v1; do
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup "$cg" -- \
 		tools/tests/run-in-guest.sh "$results/tools-patched-$cg" cgborrow borrowd || true
 done
-# On the instruction clock: the quota mode's shares and its watchdog's
-# second are timings that a loaded host would stretch.
-for cg in v2 v1; do
-	"$CFSB_ROOT/scripts/vm-run.sh" --icount 0 --kernel "$stock_image" --cgroup "$cg" -- \
-		tools/tests/run-in-guest.sh "$results/tools-stock-$cg" cgborrow-stock borrowd-stock || true
-done
 # engines_tap NAME VM-RUN-ARG...: the engines test into tools-NAME.tap.
 engines_tap() {
 	local out=$results/tools-$1.tap
@@ -362,11 +358,20 @@ log "tools: borrowd with unchanged Podman, Docker and containerd's CRI plugin, o
 ensure_packages "${ENGINE_PACKAGES[@]}"
 "$CFSB_ROOT/scripts/crictl-build.sh"
 engines_tap engines --kernel "$patched_image" --cgroup v2
-# The stock kernel: borrowd in quota mode, what it charged from its --stats;
-# on the instruction clock, on which its bounds were measured (a run of
-# these three engines and nerdctl took 3 to 24 minutes on a 2-CPU host,
-# with other VMs' load).
+# The stock kernel: borrowd in quota mode (the tools' suites on v2 and v1,
+# the engines with what borrowd charged from its --stats), on the
+# instruction clock: the quota mode's shares and its watchdog's second are
+# timings that a loaded host would stretch, and the engines' bounds were
+# measured on it. A guest on that clock counts the time its vCPUs run in
+# instructions, whatever the host's load: the three run side by side (one
+# after the other they took 24 minutes on a 2-CPU host).
+for cg in v2 v1; do
+	"$CFSB_ROOT/scripts/vm-run.sh" --icount 0 --kernel "$stock_image" --cgroup "$cg" -- \
+		tools/tests/run-in-guest.sh "$results/tools-stock-$cg" cgborrow-stock borrowd-stock \
+		>"$results/tools-stock-$cg.log" 2>&1 &
+done
 engines_tap engines-stock --kernel "$stock_image" --cgroup v2 --icount 0
+wait
 
 # --- 8. the noisy-logging study, quick tier: the pipeline end to end ------
 log "experiments/noisy_logging.sh --quick"
