@@ -16,8 +16,8 @@
 # content is byte-identical whatever the mode, the last lines of a paced
 # flood are logged when the task is deleted (--rm, rm -f, start, a restart
 # policy's restarts: every crash message), a flood of N numbered lines
-# (--flood-lines, default 1000000) is logged whole with charging on and off in bounded memory, EPERM and EIO
-# on the charge writes and the cgroup removed mid-flood stop no line, and
+# (--flood-lines, default 1000000) is logged whole with charging on and off
+# in bounded memory, EPERM and EIO on the charge writes and the cgroup removed mid-flood stop no line, and
 # say so once or not at all, nothing runs where there is no quota, no
 # container can write any cpu.cfs.borrowing_us, even with CAP_SYS_ADMIN,
 # and containerd's log has no warning but the injected failures'. With
@@ -61,6 +61,8 @@ check() {
 	fi
 }
 info() { echo "# info: $*"; }
+# rootfs ID: the container's root file system as the shim mounted it.
+rootfs() { echo "/run/containerd/io.containerd.runtime.v2.task/default/$1/rootfs"; }
 # section NAME: whether to run the section NAME (--only, --skip); the
 # time of the one before.
 section_name="" section_start=0
@@ -276,7 +278,7 @@ if section tail; then
 	log=/run/cfsb-tail-rmf.json
 	rm -f "$log"
 	id=$(tail_run -d --log-opt "log-path=$log" cfsb/busybox sh -c "seq 1 $tail_n; touch /tmp/written; exec sleep 600")
-	marker=/run/containerd/io.containerd.runtime.v2.task/default/$id/rootfs/tmp/written
+	marker=$(rootfs "$id")/tmp/written
 	for ((i = 0; i < 3000; i++)); do
 		[[ -e $marker ]] && break
 		cs_nap 0.05
@@ -342,9 +344,8 @@ if section restart; then
 	ctr --address /run/containerd/containerd.sock -n default containers label "$id" \
 		containerd.io/restart.policy=always containerd.io/restart.status=running \
 		"containerd.io/restart.loguri=$uri" >/dev/null
-	rootfs=/run/containerd/io.containerd.runtime.v2.task/default/$id/rootfs
-	touch "$rootfs/tmp/go"
-	marker=$rootfs/tmp/quiet
+	touch "$(rootfs "$id")/tmp/go"
+	marker=$(rootfs "$id")/tmp/quiet
 	for ((i = 0; i < 1800; i++)); do
 		[[ -e $marker ]] && break
 		cs_nap 0.1
@@ -579,7 +580,7 @@ if section parent && [[ $manager == cgroupfs ]]; then
 		quiet=$(cs_run -d --cpuset-cpus 1 --cgroup-parent /limited cfsb/busybox \
 			sh -c 'i=0; while :; do i=$((i + 1)); echo "$i"; echo "$i" >/tmp/said; sleep 0.1; done')
 		cs_nap 5
-		read -r said <"/run/containerd/io.containerd.runtime.v2.task/default/$quiet/rootfs/tmp/said"
+		read -r said <"$(rootfs "$quiet")/tmp/said"
 		logged=$(cs_nerdctl logs "$quiet" 2>/dev/null | tail -n 1)
 		read -r owed <"$parent/cpu.cfs.borrowing_us"
 		info "the parent owes $owed us; the quiet sibling had said $said lines, $logged logged"
