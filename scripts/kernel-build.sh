@@ -212,7 +212,8 @@ install_modules() {
 
 ensure_repo
 mapfile -t patches < <(series_patches)
-prepare_series_tree "$repo" "$tree" "$variant" "$keep_tree" ignore "Linux $KERNEL_BASE_VERSION" "${patches[@]}"
+prepare_series_tree "$repo" "$tree" "$variant" "$keep_tree" ignore "Linux $KERNEL_BASE_VERSION" \
+	"scripts/kernel-series.sh --base $KERNEL_BASE export" "${patches[@]}"
 configure
 if [[ $configure_only -eq 1 ]]; then
 	log "configured: $build/.config"

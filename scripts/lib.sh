@@ -372,7 +372,7 @@ tree_reset_to_base() {
 	[[ $2 == ignore ]] || git -C "$1" clean -q -fdx
 }
 
-# prepare_series_tree REPO TREE VARIANT KEEP_TREE UNTRACKED WHAT [PATCH...]
+# prepare_series_tree REPO TREE VARIANT KEEP_TREE UNTRACKED WHAT EXPORT [PATCH...]
 # Makes TREE, a worktree of REPO (or REPO itself), hold exactly the tag
 # cfsb-base (VARIANT stock) or cfsb-base plus the series PATCH... (patched),
 # and reuses it when it already does: a stamp in the worktree's git
@@ -381,13 +381,16 @@ tree_reset_to_base() {
 #   UNTRACKED     "ignore": untracked files are not a change (the kernel keeps
 #                 its build directories in the tree); "clean": they are, and
 #                 go when the tree is reset;
-#   WHAT          what the series applies to, for messages.
-# The series is applied by a fixed committer at the author dates, so the
-# patched commits have the same ids on every machine.
+#   WHAT          what the series applies to, for messages;
+#   EXPORT        the command that exports a patched tree's commits.
+# A patched tree that holds work not in the series (commits on top of what
+# was applied, changes) is never reset: it stops with how to export or
+# drop that work. The series is applied by a fixed committer at the author
+# dates, so the patched commits have the same ids on every machine.
 prepare_series_tree() {
-	local repo=$1 tree=$2 variant=$3 keep=$4 untracked=$5 what=$6
-	shift 6
-	local changes=(status --porcelain) stampf want have
+	local repo=$1 tree=$2 variant=$3 keep=$4 untracked=$5 what=$6 export=$7
+	shift 7
+	local changes=(status --porcelain) stampf want have head base
 	[[ $untracked == ignore ]] && changes+=(--untracked-files=no)
 	if [[ $variant == stock ]]; then
 		if [[ $(git -C "$tree" rev-parse HEAD) != "$(git -C "$tree" rev-parse cfsb-base)" ]] ||
@@ -409,12 +412,20 @@ prepare_series_tree() {
 	stampf=$(git -C "$tree" rev-parse --absolute-git-dir)/cfsb-series
 	want=$(files_hash "$@")
 	have=$(cat "$stampf" 2>/dev/null || true)
-	if [[ $have == "$want $(git -C "$tree" rev-parse HEAD)" ]] &&
-		[[ -z $(git -C "$tree" "${changes[@]}") ]]; then
+	head=$(git -C "$tree" rev-parse HEAD)
+	base=$(git -C "$tree" rev-parse cfsb-base)
+	if [[ $have == "$want $head" ]] && [[ -z $(git -C "$tree" "${changes[@]}") ]]; then
 		return 0
 	fi
-	[[ -n $have ]] && log "patch series or tree changed: re-applying $# patches"
-	rm -f "$stampf"
+	# Ours to reset: the HEAD the last application gave (or the base), no
+	# change, or an application that was cut short ("applying").
+	if [[ $have != applying ]] &&
+		{ [[ $head != "$base" && $have != *" $head" ]] || [[ -n $(git -C "$tree" "${changes[@]}") ]]; }; then
+		die "$tree holds commits or changes that are not in the series (HEAD $(git -C "$tree" log -1 --format='%h %s')):" \
+			"commit and export them ($export), or drop them (git -C $tree checkout -f --detach cfsb-base)"
+	fi
+	[[ -n $have ]] && log "patch series changed: re-applying $# patches"
+	echo applying >"$stampf"
 	tree_reset_to_base "$tree" "$untracked"
 	if ! git -C "$tree" -c user.name="cfs-borrowing build" -c user.email=build@localhost \
 		am -q --whitespace=nowarn --committer-date-is-author-date "$@"; then

@@ -15,7 +15,8 @@ NERDCTL_SUM="h1:NmtSMmpF4qbS4aVj1/wyj2HTD3synzGFLXc4RC74Hwg="
 usage() {
 	cat <<EOF
 Usage: ${0##*/} [--stock] [--test] [--keep-tree] [--print-binary]
-       ${0##*/} export
+       ${0##*/} export [--tree DIR]
+       ${0##*/} check-sources [DIR]
 
 Builds nerdctl $NERDCTL_VERSION for the QEMU guest (static, CGO_ENABLED=0):
   - fetches $NERDCTL_MODULE@$NERDCTL_VERSION through the Go module proxy and
@@ -43,12 +44,25 @@ Options:
   --print-binary  print only the binary's path when done (for scripts)
 
   export          regenerate nerdctl-patch/*.patch from the commits on top of
-                  cfsb-base in the patched tree ($CFSB_CACHE/nerdctl/patched)
-Environment: CFSB_CACHE (default ~/.cache/cfs-borrowing).
+                  cfsb-base in the patched tree ($CFSB_CACHE/nerdctl/patched,
+                  or DIR), each file the series adds taken from its source in
+                  nerdctl-patch/src (where it is gofmt-, vet- and testable on
+                  its own); a source file changed in the tree and not in
+                  nerdctl-patch/src is copied there first, one changed in
+                  both stops the export. The patched tree then holds the new
+                  series.
+  check-sources   fail if a file the series (in DIR, default nerdctl-patch)
+                  adds under a directory of DIR/src differs from its source
+                  there, or a source file is not in the series (run export).
+
+The patched tree is never reset while it holds commits or changes that are
+not in the series: the build stops and says how to export or drop them.
+Environment: CFSB_CACHE (default ~/.cache/cfs-borrowing); CFSB_NERDCTL_SERIES,
+the series' directory (default nerdctl-patch, for scripts/check-export.sh).
 EOF
 }
 
-variant=patched run_tests=0 keep_tree=0 print_binary=0 cmd=build tap_file=
+variant=patched run_tests=0 keep_tree=0 print_binary=0 cmd=build tap_file='' export_tree='' sources_dir=''
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--stock) variant=stock; shift ;;
@@ -57,6 +71,12 @@ while [[ $# -gt 0 ]]; do
 	--keep-tree) keep_tree=1; shift ;;
 	--print-binary) print_binary=1; shift ;;
 	export) cmd="export"; shift ;;
+	--tree) export_tree=${2:?--tree needs a directory}; shift 2 ;;
+	check-sources)
+		cmd=check-sources
+		shift
+		[[ $# -gt 0 && $1 != -* ]] && { sources_dir=$1; shift; }
+		;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
@@ -66,11 +86,77 @@ done
 repo=$CFSB_CACHE/nerdctl/stock
 tree=$CFSB_CACHE/nerdctl/$variant
 [[ $variant == stock ]] && tree=$repo
-patch_dir=$CFSB_ROOT/nerdctl-patch
+patch_dir=${CFSB_NERDCTL_SERIES:-$CFSB_ROOT/nerdctl-patch}
 out=$CFSB_ROOT/.build/nerdctl
 [[ $variant == stock ]] && out=$CFSB_ROOT/.build/nerdctl-stock
 
-series_files() { find "$patch_dir" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' | sort; }
+series_files() { find "${1:-$patch_dir}" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' | sort; }
+
+# --- the series' sources ----------------------------------------------------
+# A file the series adds under a directory that nerdctl-patch/src holds is
+# generated from its source there (export), and checked against it.
+
+# source_files SRC: the Go files under SRC, relative to it.
+source_files() { (cd "$1" && find . -name '*.go' -type f | sed 's|^\./||' | LC_ALL=C sort); }
+
+# patch_changes DIR: "PATCH new|changed PATH" for every file a patch of
+# DIR's series adds or changes.
+patch_changes() {
+	local p
+	while read -r p; do
+		awk -v p="$p" '
+			function flush() { if (f != "") print p " " (isnew ? "new" : "changed") " " f }
+			/^diff --git / { flush(); f = substr($4, 3); isnew = 0; next }
+			/^new file mode / { isnew = 1 }
+			END { flush() }' "$p"
+	done < <(series_files "$1")
+}
+
+# patch_file PATCH PATH: PATH as PATCH adds it (its "+" lines).
+patch_file() {
+	awk -v f="b/$2" '
+		/^diff --git / { on = ($4 == f); hunk = 0; next }
+		on && /^@@/ { hunk = 1; next }
+		on && hunk && /^\+/ { print substr($0, 2) }' "$1"
+}
+
+# check_sources DIR: DIR's series adds each file of DIR/src as it is there,
+# changes none of them afterwards, and adds no other file beside them.
+check_sources() {
+	local dir=$1 src=$1/src p kind f status=0 files
+	local -A added=() dirs=()
+	mapfile -t files < <(source_files "$src")
+	[[ ${#files[@]} -gt 0 ]] || die "no source files in $src"
+	for f in "${files[@]}"; do dirs[$(dirname "$f")]=1; done
+	while read -r p kind f; do
+		[[ -n ${dirs[$(dirname "$f")]:-} ]] || continue
+		if [[ $kind == changed ]]; then
+			log "$f: ${p##*/} changes it after it is added: its source is the file as added"
+			status=1
+		elif [[ ! -f $src/$f ]]; then
+			log "$f: ${p##*/} adds it, and it has no source in $src"
+			status=1
+		else
+			added[$f]=$p
+		fi
+	done < <(patch_changes "$dir")
+	for f in "${files[@]}"; do
+		if [[ -z ${added[$f]:-} ]]; then
+			log "$f: in $src, added by no patch"
+			status=1
+		elif ! cmp -s <(patch_file "${added[$f]}" "$f") "$src/$f"; then
+			log "$f: ${added[$f]##*/} adds another version than $src/$f"
+			status=1
+		fi
+	done
+	[[ $status -eq 0 ]] || die "the series in $dir is stale against its sources: run ${0##*/} export"
+	log "the ${#files[@]} files the series adds under ${!dirs[*]} match their sources"
+}
+
+if [[ $cmd == check-sources ]]; then
+	check_sources "${sources_dir:-$patch_dir}"
+	exit 0
+fi
 
 # --- tools ----------------------------------------------------------------
 use_go
@@ -249,22 +335,76 @@ write_tap() {
 
 # --- export ---------------------------------------------------------------
 cmd_export() {
-	local ptree tmp
-	ptree=$CFSB_CACHE/nerdctl/patched
-	[[ -d $ptree ]] || die "no patched tree at $ptree: run ${0##*/} first"
-	[[ -z $(git -C "$ptree" status --porcelain) ]] || die "$ptree has uncommitted changes"
+	local ptree=$CFSB_CACHE/nerdctl/patched from scratch=$CFSB_CACHE/nerdctl/export src=$patch_dir/src
+	local tmp c f p kind date commits files
+	from=${export_tree:-$ptree}
+	[[ -d $from ]] || die "no patched tree at $from: run ${0##*/} first"
+	[[ -z $(git -C "$from" status --porcelain) ]] || die "$from has uncommitted changes: commit them first"
+	mapfile -t commits < <(git -C "$from" rev-list --reverse cfsb-base..HEAD)
+	[[ ${#commits[@]} -gt 0 ]] || die "no commits on top of cfsb-base in $from"
+	# Each source file as the tree has it, as nerdctl-patch/src has it and
+	# as the series has it: the one that differs from the series wins.
+	local -A in_series=()
+	while read -r p kind f; do [[ $kind == new ]] && in_series[$f]=$p; done < <(patch_changes "$patch_dir")
+	tmp=$(mktemp -d)
+	mapfile -t files < <(source_files "$src")
+	for f in "${files[@]}"; do
+		mkdir -p "$tmp/$(dirname "$f")"
+		git -C "$from" show "HEAD:$f" >"$tmp/$f" 2>/dev/null || { rm -rf "$tmp"; die "$f: not in $from"; }
+		cmp -s "$tmp/$f" "$src/$f" && continue
+		[[ -n ${in_series[$f]:-} ]] && patch_file "${in_series[$f]}" "$f" >"$tmp/$f.series"
+		if [[ -f $tmp/$f.series ]] && cmp -s "$src/$f" "$tmp/$f.series"; then
+			cp "$tmp/$f" "$src/$f"
+			log "$f: changed in $from: copied to ${src#"$CFSB_ROOT"/}"
+		elif ! [[ -f $tmp/$f.series ]] || ! cmp -s "$tmp/$f" "$tmp/$f.series"; then
+			rm -rf "$tmp"
+			die "$f: changed both in $from and in ${src#"$CFSB_ROOT"/}: keep one of them"
+		fi
+	done
+	rm -rf "$tmp"
+	# The commits again, in a scratch tree, as the trees they make with each
+	# source file as nerdctl-patch/src has it: what a later commit changed
+	# in one is folded into the commit that adds it, and a commit left
+	# with nothing else (a fixup) is dropped.
+	if [[ ! -d $scratch ]]; then
+		git -C "$repo" worktree prune
+		git -C "$repo" worktree add -q --detach "$scratch" cfsb-base
+	fi
+	tree_reset_to_base "$scratch" clean
+	for c in "${commits[@]}"; do
+		git -C "$scratch" read-tree --reset -u "$c"
+		for f in "${files[@]}"; do
+			git -C "$scratch" cat-file -e "$c:$f" 2>/dev/null || continue
+			cp "$src/$f" "$scratch/$f"
+			git -C "$scratch" add "$f"
+		done
+		if git -C "$scratch" diff --cached --quiet HEAD; then
+			log "$(git -C "$from" log -1 --format='%h %s' "$c"): dropped, its changes are in the sources"
+			continue
+		fi
+		date=$(git -C "$from" log -1 --format=%aI "$c")
+		GIT_COMMITTER_DATE=$date git -C "$scratch" -c user.name="cfs-borrowing build" \
+			-c user.email=build@localhost commit -q --no-verify -C "$c"
+	done
 	tmp=$(mktemp -d)
 	# --no-signature: the files do not depend on the git version.
-	git -C "$ptree" format-patch -q --zero-commit --no-signature -o "$tmp" cfsb-base..HEAD
-	[[ -n $(find "$tmp" -name '*.patch') ]] || die "no commits on top of cfsb-base in $ptree"
+	git -C "$scratch" format-patch -q --zero-commit --no-signature -o "$tmp" cfsb-base..HEAD
 	mkdir -p "$patch_dir"
 	rm -f "$patch_dir"/[0-9][0-9][0-9][0-9]-*.patch
 	mv "$tmp"/*.patch "$patch_dir/"
 	rmdir "$tmp"
-	log "exported $(series_files | wc -l) patches to nerdctl-patch/"
+	log "exported $(series_files | wc -l) patches to ${patch_dir#"$CFSB_ROOT"/}"
+	check_sources "$patch_dir"
+	# The patched tree's work is in the series now: it takes the series.
+	if [[ $from -ef $ptree ]]; then
+		echo "exported $(git -C "$ptree" rev-parse HEAD)" >"$(git -C "$ptree" rev-parse --absolute-git-dir)/cfsb-series"
+		mapfile -t patches < <(series_files)
+		prepare_series_tree "$repo" "$ptree" patched 0 clean "nerdctl $NERDCTL_VERSION" "${0##*/} export" "${patches[@]}"
+	fi
 }
 
 if [[ $cmd == export ]]; then
+	ensure_repo
 	cmd_export
 	exit 0
 fi
@@ -272,7 +412,11 @@ fi
 start=$(now_s)
 ensure_repo
 mapfile -t patches < <(series_files)
-prepare_series_tree "$repo" "$tree" "$variant" "$keep_tree" clean "nerdctl $NERDCTL_VERSION" "${patches[@]}"
+# Built from the series: a source changed since the last export would be
+# left out.
+[[ $variant == stock || $keep_tree -eq 1 ]] || check_sources "$patch_dir"
+prepare_series_tree "$repo" "$tree" "$variant" "$keep_tree" clean "nerdctl $NERDCTL_VERSION" \
+	"${0##*/} export" "${patches[@]}"
 build
 status=0
 if [[ $run_tests -eq 1 ]]; then

@@ -29,7 +29,9 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      test_borrowing; on both, the stress test in its short version
      (100000 writes); on cgroup v2 with 4 vCPUs: test_borrowing;
   5. the patched nerdctl (scripts/nerdctl-build.sh --tap): gofmt, go vet,
-     its Go unit tests; then, in the guest with containerd: its integration
+     its Go unit tests; the series' edit/export workflow
+     (scripts/check-export.sh: a build keeps un-exported work, the series
+     is generated from nerdctl-patch/src); then, in the guest with containerd: its integration
      tests (nerdctl-patch/tests/run-in-guest.sh) on cgroup v2 with runc
      (every section, a flood of 200000 lines), on v1 with crun, and with
      systemd as PID 1 and the systemd cgroup driver (v2, runc), the last
@@ -151,6 +153,11 @@ static_checks() {
 			check "the $base series' selftests patch matches selftests/" \
 				"$CFSB_ROOT/scripts/kernel-series.sh" --base "$base" check-selftests
 		done
+		check "the nerdctl series' new package matches nerdctl-patch/src" \
+			"$CFSB_ROOT/scripts/nerdctl-build.sh" check-sources
+		check "nerdctl-patch/src: gofmt and go vet where it stands" bash -c \
+			"source '$CFSB_ROOT/scripts/lib.sh' && use_go && cd '$CFSB_ROOT/nerdctl-patch/src' &&
+			[[ -z \$(gofmt -l .) ]] && go vet ./... && GOOS=freebsd go vet ./... && GOOS=windows go vet ./..."
 		check "a Raspberry Pi 4 kernel configures with every option of Kconfig.fragment" \
 			"$CFSB_ROOT/scripts/kernel-build.sh" --arch arm64 --config rpi4 --configure-only
 		echo "1..$n"
@@ -267,6 +274,9 @@ containers() {
 }
 log "nerdctl: unit tests"
 "$CFSB_ROOT/scripts/nerdctl-build.sh" --tap "$results/nerdctl-unit.tap" || true
+# The series' edit/export workflow (after the build: it needs the patched
+# tree).
+"$CFSB_ROOT/scripts/check-export.sh" | tee "$results/export.tap" || true
 # Every section on v2 with runc. On v1 with crun and with the systemd
 # driver, the sections that depend on the hierarchy, the runtime or the
 # driver: finding the container's cgroup and charging it, its removal
@@ -484,7 +494,7 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/patched-v1/kunit.tap" "$results/patched-v1/borrowing.tap" \
 	"$results/patched-v2/stress.tap" "$results/patched-v1/stress.tap" \
 	"$results/build-each.tap" "$results/kunit-i386.tap" "$results/patched-v2-4cpus/borrowing.tap" \
-	"$results/nerdctl-unit.tap" "$results"/containers-*.tap \
+	"$results/nerdctl-unit.tap" "$results/export.tap" "$results"/containers-*.tap \
 	"$results/tools-build.tap" "$results/tools-host.tap" "$results/tools-host-borrowd.tap" \
 	"$results/tools-quota-unit.tap" "$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
 	"$results"/tools-stock-v{2,1}/{cgborrow,borrowd}-stock.tap "$results/tools-engines.tap" \

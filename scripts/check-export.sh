@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016 # the conditions expand in check()
+# The edit/export workflow of the patch series, as README.md describes it.
+# TAP on stdout.
+#
+#   scripts/check-export.sh
+#
+# 1. A build never discards work (prepare_series_tree, on a small repository
+#    of its own): a patched tree with commits or changes not in the series
+#    is not reset; the build stops and says how to export or drop them.
+#    A tree as the series left it, one whose application was cut short and
+#    one dropped as the message says are re-applied; --keep-tree uses it as
+#    it is.
+# 2. The nerdctl series is checked against nerdctl-patch/src (copies of
+#    both): a source changed, missing or extra, or changed by a later
+#    patch, is found.
+# 3. The round trip through scripts/nerdctl-build.sh export, on a copy of
+#    the series and the patched tree in the cache (skipped before the first
+#    nerdctl build): an unchanged series comes out byte for byte; a source
+#    edited in the copy's src goes into the series and into the tree; a
+#    commit in the tree stops the build, and export takes it into src. The
+#    tree is given the real series back at the end.
+set -uo pipefail
+
+case ${1:-} in
+-h | --help)
+	awk 'NR > 2 && !/^#/ { exit } NR > 2' "$0" | cut -c3-
+	exit 0
+	;;
+"") ;;
+*) echo "usage: ${0##*/} [--help]" >&2; exit 2 ;;
+esac
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+# check NAME CONDITION [DETAIL]: a TAP line for CONDITION (bash).
+check() {
+	n=$((n + 1))
+	if eval "$2"; then echo "ok $n $1"; else echo "not ok $n $1${3:+ # $3}"; fi
+}
+# quietly CMD...: run CMD, its output (both streams) in $out, status in $rc.
+quietly() { out=$("$@" 2>&1) && rc=0 || rc=$?; }
+
+echo "TAP version 13"
+
+# --- 1. prepare_series_tree keeps work -----------------------------------
+repo=$tmp/repo tree=$tmp/tree
+git init -q "$repo"
+git -C "$repo" config user.name test
+git -C "$repo" config user.email test@localhost
+echo 1 >"$repo/a"
+git -C "$repo" add a
+git -C "$repo" commit -q -m base
+git -C "$repo" tag cfsb-base
+# series_of CONTENT: a one-patch series that makes a CONTENT.
+series_of() {
+	git -C "$repo" checkout -q --detach cfsb-base
+	echo "$1" >"$repo/a"
+	git -C "$repo" commit -q -am "a: $1"
+	mkdir -p "$tmp/series-$1"
+	git -C "$repo" format-patch -q --zero-commit -o "$tmp/series-$1" -1
+	git -C "$repo" checkout -q --detach cfsb-base
+	echo "$tmp/series-$1"/0001-*.patch
+}
+series2=$(series_of 2)
+series3=$(series_of 3)
+# prepare [KEEP] PATCH: the patched tree for PATCH, in a subshell (die exits).
+prepare() {
+	local keep=0
+	[[ $1 == --keep ]] && { keep=1; shift; }
+	quietly bash -c "source '$CFSB_ROOT/scripts/lib.sh' &&
+		prepare_series_tree '$repo' '$tree' patched $keep clean demo 'demo-export' '$1'"
+}
+
+prepare "$series2"
+check "a new tree gets the series" '[[ $rc -eq 0 && $(<"$tree/a") == 2 ]]' "$out"
+prepare "$series2"
+check "a tree as the series left it is used again" '[[ $rc -eq 0 && $out != *applied* ]]' "$out"
+
+echo work >"$tree/b"
+git -C "$tree" add b
+git -C "$tree" commit -q -m "work not exported"
+prepare "$series3"
+check "a tree with a commit not in the series is not reset: the build stops" \
+	'[[ $rc -ne 0 && $out == *"not in the series"* && $out == *demo-export* && $(git -C "$tree" log -1 --format=%s) == "work not exported" ]]' \
+	"exit $rc: $out"
+prepare --keep "$series3"
+check "--keep-tree uses such a tree as it is" \
+	'[[ $rc -eq 0 && $(git -C "$tree" log -1 --format=%s) == "work not exported" ]]' "$out"
+git -C "$tree" checkout -q -f --detach cfsb-base
+prepare "$series3"
+check "dropped as the message says, it gets the series" '[[ $rc -eq 0 && $(<"$tree/a") == 3 ]]' "$out"
+
+echo edit >>"$tree/a"
+prepare "$series2"
+check "a tree with a change is not reset" '[[ $rc -ne 0 && $(tail -n1 "$tree/a") == edit ]]' "exit $rc: $out"
+git -C "$tree" checkout -q -- a
+echo new >"$tree/new-file"
+prepare "$series2"
+check "nor one with a new file" '[[ $rc -ne 0 && -f $tree/new-file ]]' "exit $rc: $out"
+rm "$tree/new-file"
+prepare "$series2"
+check "a clean tree of an older series gets the new one" '[[ $rc -eq 0 && $(<"$tree/a") == 2 ]]' "$out"
+
+# An application cut short: the stamp says so, HEAD is anywhere.
+git -C "$tree" checkout -q --detach "$(git -C "$repo" rev-parse HEAD)"
+echo applying >"$(git -C "$tree" rev-parse --absolute-git-dir)/cfsb-series"
+prepare "$series3"
+check "a tree whose application was cut short is re-applied" '[[ $rc -eq 0 && $(<"$tree/a") == 3 ]]' "$out"
+
+# --- 2. the nerdctl series against its sources --------------------------
+nb=$CFSB_ROOT/scripts/nerdctl-build.sh
+# series_copy DIR: a copy of the nerdctl series and its sources in DIR.
+series_copy() {
+	rm -rf "$1"
+	mkdir -p "$1"
+	cp "$CFSB_ROOT"/nerdctl-patch/[0-9]*.patch "$1/"
+	cp -R "$CFSB_ROOT/nerdctl-patch/src" "$1/src"
+}
+np=$tmp/np
+src_file=pkg/cpucharge/mode.go
+series_copy "$np"
+quietly "$nb" check-sources "$np"
+check "the nerdctl series matches nerdctl-patch/src" '[[ $rc -eq 0 ]]' "$out"
+echo "// changed" >>"$np/src/$src_file"
+quietly "$nb" check-sources "$np"
+check "a source changed since the export is found" '[[ $rc -ne 0 && $out == *"$src_file"* ]]' "exit $rc: $out"
+series_copy "$np"
+rm "$np/src/$src_file"
+quietly "$nb" check-sources "$np"
+check "a file the series adds without a source is found" \
+	'[[ $rc -ne 0 && $out == *"$src_file"*"no source"* ]]' "exit $rc: $out"
+series_copy "$np"
+cp "$np/src/$src_file" "$np/src/pkg/cpucharge/extra.go"
+quietly "$nb" check-sources "$np"
+check "a source the series does not add is found" \
+	'[[ $rc -ne 0 && $out == *extra.go*"added by no patch"* ]]' "exit $rc: $out"
+series_copy "$np"
+last=$(find "$np" -maxdepth 1 -name '0*.patch' | sort | tail -n1)
+printf '%s\n' "diff --git a/$src_file b/$src_file" "--- a/$src_file" "+++ b/$src_file" \
+	"@@ -1 +1 @@" "-/*" "+/**" >>"$last"
+quietly "$nb" check-sources "$np"
+check "a source changed by a later patch is found" \
+	'[[ $rc -ne 0 && $out == *"$src_file"*"changes it after"* ]]' "exit $rc: $out"
+
+# --- 3. export round trip ---------------------------------------------------
+ptree=$CFSB_CACHE/nerdctl/patched
+if [[ ! -d $ptree/.git && ! -f $ptree/.git ]]; then
+	for what in "an unchanged series" "an edited source" "a commit in the tree" "export takes it"; do
+		n=$((n + 1))
+		echo "ok $n export round trip: $what # SKIP no patched nerdctl tree yet (scripts/nerdctl-build.sh)"
+	done
+else
+	series_copy "$np"
+	export CFSB_NERDCTL_SERIES=$np
+	quietly "$nb" export
+	same_series() {
+		local p
+		[[ $(find "$np" -maxdepth 1 -name '0*.patch' | wc -l) -eq $(find "$CFSB_ROOT/nerdctl-patch" -maxdepth 1 -name '0*.patch' | wc -l) ]] || return 1
+		for p in "$np"/0*.patch; do cmp -s "$p" "$CFSB_ROOT/nerdctl-patch/${p##*/}" || return 1; done
+	}
+	check "export round trip: an unchanged series comes out byte for byte" '[[ $rc -eq 0 ]] && same_series' "exit $rc: $out"
+	echo "// edited where it stands" >>"$np/src/$src_file"
+	quietly "$nb" export
+	check "export round trip: a source edited in src goes into the series and the tree" \
+		'[[ $rc -eq 0 ]] && grep -q "^+// edited where it stands" "$np"/0001-*.patch &&
+			[[ $(tail -n1 "$ptree/$src_file") == "// edited where it stands" ]]' "exit $rc: $out"
+	echo "// edited in the tree" >>"$ptree/$src_file"
+	git -C "$ptree" -c user.name=test -c user.email=test@localhost commit -q -am "fixup: edited in the tree"
+	quietly "$nb" --print-binary
+	check "export round trip: a commit in the patched tree stops the build" \
+		'[[ $rc -ne 0 && $out == *"not in the series"* && $(git -C "$ptree" log -1 --format=%s) == "fixup: edited in the tree" ]]' \
+		"exit $rc: $out"
+	quietly "$nb" export
+	check "export round trip: export takes it into src and into the patch that adds the file" \
+		'[[ $rc -eq 0 && $(tail -n1 "$np/src/$src_file") == "// edited in the tree" ]] &&
+			grep -q "^+// edited in the tree" "$np"/0001-*.patch && [[ ! -e $(echo "$np"/0006-*) ]]' "exit $rc: $out"
+	unset CFSB_NERDCTL_SERIES
+	# The real series back in the tree (no build).
+	quietly bash -c "source '$CFSB_ROOT/scripts/lib.sh' && mapfile -t p < <(find '$CFSB_ROOT/nerdctl-patch' -maxdepth 1 -name '0*.patch' | sort) &&
+		prepare_series_tree '$CFSB_CACHE/nerdctl/stock' '$ptree' patched 0 clean nerdctl export \"\${p[@]}\""
+	[[ $rc -eq 0 ]] || echo "# could not give the patched tree the series back: $out"
+fi
+echo "1..$n"
