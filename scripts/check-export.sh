@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # the conditions expand in check()
-# The edit/export workflow of the patch series, as README.md describes it.
+# The edit/export workflow of the patch series (nerdctl-patch/README.md).
 # TAP on stdout.
 #
 #   scripts/check-export.sh
