@@ -156,6 +156,11 @@ EOF
 	mv "$tmp"/*.patch "$KERNEL_SERIES_DIR/"
 	rmdir "$tmp"
 	log "exported $(series_patches | wc -l) patches and the cover letter to ${KERNEL_SERIES_DIR#"$CFSB_ROOT"/}"
+	# The patched tree's work is in the series now: the next build may
+	# give it the series (prepare_series_tree).
+	if [[ $src -ef $(kernel_tree patched) ]]; then
+		echo "exported $(git -C "$src" rev-parse HEAD)" >"$(git -C "$src" rev-parse --absolute-git-dir)/cfsb-series"
+	fi
 }
 
 cmd_checkpatch() {
