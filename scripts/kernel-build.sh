@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [--variant patched|stock] [--base 6.12|7.2] [--arch x86_64|arm64] [--config default|debug|rpi4]
+Usage: ${0##*/} [--variant patched|stock] [--base 6.12|7.2] [--arch x86_64|arm64] [--config default|debug|hz100|rpi4]
                 [--jobs N] [--keep-tree] [--configure-only] [--print-image]
 
 Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
@@ -16,13 +16,14 @@ Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
   - unpacks the source once into a git repository (commit tagged cfsb-base);
   - "patched": a worktree with the base's series applied by git am
     (kernel/patches for 6.12, kernel/patches-7.2 for 7.2); the
-    applied series is recorded by hash, and a changed series (or a tree that
-    was modified by hand) is reset to the base and re-applied, so only the
-    files the patches touch are rebuilt;
+    applied series is recorded by hash, and a changed series is re-applied
+    from the base, so only the files the patches touch are rebuilt; a tree
+    holding commits or changes not in the series is never reset: the build
+    stops and says how to export (scripts/kernel-series.sh) or drop them;
   - configures: the architecture's defconfig, merged with
     kernel/config/guest.config (trimmed for the guest), Kconfig.fragment and,
-    for --config debug, kernel/config/debug.config; checks that every option
-    of Kconfig.fragment took effect;
+    for --config debug or hz100, kernel/config/debug.config or hz100.config;
+    checks that every option of Kconfig.fragment took effect;
   - builds with ccache; when nothing changed it returns at once;
   - installs the modules into the build directory's modules-root/, which
     scripts/vm-run.sh shares with the guest.
@@ -35,11 +36,12 @@ Options:
                  gcc-aarch64-linux-gnu: QEMU's virt machine, Cortex-A72 like a
                  Raspberry Pi 4; kernel/config/arm64-virt.config)
   --config C     default, debug (KASAN, UBSAN, kmemleak, lockdep, atomic-sleep
-                 and list debugging: kernel/config/debug.config), or rpi4 with
+                 and list debugging: kernel/config/debug.config), hz100 (a
+                 10 ms tick: kernel/config/hz100.config), or rpi4 with
                  --arch arm64 (a kernel for the board: kernel/config/rpi4.config)
   --jobs N       parallel make jobs (default: nproc)
   --keep-tree    use the patched tree as it is (for working on the series in
-                 place); without it a hand-modified tree is reset
+                 place)
   --configure-only  stop after writing and checking .config
   --print-image  print only the image path when done (for scripts)
 Environment: CFSB_CACHE (default ~/.cache/cfs-borrowing).
@@ -63,9 +65,9 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $variant == patched || $variant == stock ]] || die "--variant must be patched or stock"
 case $config in
-default | debug) ;;
+default | debug | hz100) ;;
 rpi4) [[ $arch == arm64 ]] || die "--config rpi4 is for --arch arm64" ;;
-*) die "--config must be default, debug or rpi4" ;;
+*) die "--config must be default, debug, hz100 or rpi4" ;;
 esac
 karch=$(arch_kernel_arch "$arch")
 cross=$(arch_cross_compile "$arch")
@@ -133,7 +135,7 @@ rpi4) fragments=("$CFSB_ROOT/kernel/config/rpi4.config") ;;
 	;;
 esac
 fragments+=("$CFSB_ROOT/Kconfig.fragment")
-[[ $config == debug ]] && fragments+=("$CFSB_ROOT/kernel/config/debug.config")
+[[ $config == debug || $config == hz100 ]] && fragments+=("$CFSB_ROOT/kernel/config/$config.config")
 
 # check_config: every option Kconfig.fragment sets must be in .config.
 # Options the tree does not know (the series' own, in the stock tree) are

@@ -107,7 +107,10 @@ The permission tests check that only the initial namespaces'
 administrator may charge, however the file is opened or owned.
 
 No exact check reads what a refill changes: the first refill after a
-quota is set comes anywhere in its first period.
+quota is set comes anywhere in its first period. A stall still open
+when a window closes counts (its own test stops a thread to show it),
+and a bound that involves the tick reads it from /proc/timer_list, so
+that it holds with HZ=100 as with HZ=1000.
 
 Signed-off-by: $name <$email>
 EOF

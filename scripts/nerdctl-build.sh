@@ -40,7 +40,8 @@ Options:
   --tap FILE      --test, and write the results as TAP to FILE (one line per
                   check and per go test, subtests included)
   --keep-tree     use the patched tree as it is (to work on the series there:
-                  commit, then "export"); without it a modified tree is reset
+                  commit, then "export"); without it a tree
+                  with work not in the series stops the build
   --print-binary  print only the binary's path when done (for scripts)
 
   export          regenerate nerdctl-patch/*.patch from the commits on top of

@@ -241,6 +241,46 @@ long bcg_bandwidth_slice_usec(void)
 	return strtol(buf, NULL, 10);
 }
 
+/* The first "now at" and "jiffies:" of /proc/timer_list. */
+static int timer_list_now(long long *ns, long long *jiffies)
+{
+	FILE *f = fopen("/proc/timer_list", "r");
+	char line[256];
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (found != 3 && fgets(line, sizeof(line), f)) {
+		if (!(found & 1) && sscanf(line, "now at %lld nsecs", ns) == 1)
+			found |= 1;
+		else if (!(found & 2) && sscanf(line, "jiffies: %lld", jiffies) == 1)
+			found |= 2;
+	}
+	fclose(f);
+	return found == 3 ? 0 : -1;
+}
+
+long bcg_tick_usec(void)
+{
+	static const long hz[] = { 100, 250, 300, 1000 };
+	long long ns0, j0, ns1, j1;
+	long best = 0, measured;
+	size_t i;
+
+	if (timer_list_now(&ns0, &j0))
+		return -1;
+	bcg_sleep_usec(200 * USEC_PER_MSEC);
+	if (timer_list_now(&ns1, &j1) || ns1 <= ns0 || j1 <= j0)
+		return -1;
+	/* The nearest of the HZ the kernel can be built with. */
+	measured = (j1 - j0) * NSEC_PER_SEC / (ns1 - ns0);
+	for (i = 0; i < ARRAY_SIZE(hz); i++) {
+		if (!best || labs(hz[i] - measured) < labs(best - measured))
+			best = hz[i];
+	}
+	return USEC_PER_SEC / best;
+}
+
 pid_t bcg_start_hog(const char *cg, int cpu)
 {
 	char buf[32];
@@ -322,6 +362,7 @@ static void *spin(void *arg)
 		if (now - last > st->max_stall_usec)
 			st->max_stall_usec = now - last;
 		last = now;
+		__atomic_store_n(&st->last_usec, now, __ATOMIC_RELAXED);
 		st->cpu_usec = thread_cpu_usec() - cpu0;
 	}
 	return NULL;
@@ -366,7 +407,22 @@ int bcg_start_threads(const char *cg, int nr, struct bcg_threads *t)
 
 void bcg_threads_reset(struct bcg_threads *t)
 {
+	long now = bcg_now_usec();
+	int i;
+
 	__atomic_fetch_add(t->epoch, 1, __ATOMIC_RELAXED);
+	/* A stall that began before counts from now. */
+	for (i = 0; i < t->nr; i++)
+		__atomic_store_n(&t->stats[i].last_usec, now, __ATOMIC_RELAXED);
+}
+
+long bcg_thread_stall_usec(const struct bcg_threads *t, int i)
+{
+	long last = __atomic_load_n(&t->stats[i].last_usec, __ATOMIC_RELAXED);
+	long open = last ? bcg_now_usec() - last : 0;
+	long max = __atomic_load_n(&t->stats[i].max_stall_usec, __ATOMIC_RELAXED);
+
+	return open > max ? open : max;
 }
 
 void bcg_stop_threads(struct bcg_threads *t)

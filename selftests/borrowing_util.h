@@ -60,6 +60,8 @@ int bcg_charge_for(const char *cg, long usec, pid_t worker);
 
 /* sched_cfs_bandwidth_slice_us, or -1. */
 long bcg_bandwidth_slice_usec(void);
+/* The kernel's tick (1/CONFIG_HZ), from jiffies in /proc/timer_list, or -1. */
+long bcg_tick_usec(void);
 
 /* Starts a process that spins on CPU @cpu inside @cg; returns its pid. */
 pid_t bcg_start_hog(const char *cg, int cpu);
@@ -75,6 +77,7 @@ pid_t bcg_start_sleeper(const char *cg);
 struct bcg_thread_stats {
 	long max_stall_usec;
 	long cpu_usec;
+	long last_usec;		/* its last clock read */
 };
 
 struct bcg_threads {
@@ -86,6 +89,11 @@ struct bcg_threads {
 
 int bcg_start_threads(const char *cg, int nr, struct bcg_threads *t);
 void bcg_threads_reset(struct bcg_threads *t);
+/*
+ * Thread @i's longest stall since the reset, the one it is in now included
+ * (a thread that has not run again since it stopped has not recorded it).
+ */
+long bcg_thread_stall_usec(const struct bcg_threads *t, int i);
 void bcg_stop_threads(struct bcg_threads *t);
 
 /* Sleeps @usec microseconds, whatever signals arrive. */
