@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selftests
+Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selftests | check-sources
        ${0##*/} [--base 6.12|7.2] build-each [--jobs N] [--if-changed]
        ${0##*/} [--base 6.12|7.2] kunit-i386 [--jobs N]
 
@@ -24,6 +24,11 @@ Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selft
               error, warning or check.
   check-selftests
               fail if the selftests patch differs from selftests/ (run export).
+  check-sources
+              fail if a file the series adds differs from its source in
+              kernel/src (one for both bases: export writes it into the
+              patch that adds it; one changed in the tree only is copied
+              there first), or the series adds another file beside them.
   build-each  check out the series one patch at a time in the patched tree
               and build the kernel at each step, without a new compiler
               warning; from the patch that adds the KUnit suite on, boot each
@@ -43,6 +48,8 @@ if [[ ${1:-} == --base ]]; then
 	shift 2
 fi
 
+# The files the kernel patches add, as sources (the same for every base).
+KERNEL_SRC_DIR=$CFSB_ROOT/kernel/src
 SELFTESTS_SUBJECT="selftests/cgroup: Add tests for cpu.cfs.borrowing_us"
 SELFTESTS_DIR=tools/testing/selftests/cgroup
 SELFTESTS_FILES=(borrowing_util.c borrowing_util.h test_borrowing.c)
@@ -117,7 +124,7 @@ EOF
 }
 
 cmd_export() {
-	local src tree tmp subject commits date c
+	local src tree tmp subject commits date old_patches
 	src=$(kernel_tree patched)
 	[[ ${1:-} == --tree ]] && src=${2:?}
 	[[ -d $src ]] || die "no tree at $src"
@@ -127,16 +134,16 @@ cmd_export() {
 	mapfile -t commits < <(git -C "$src" log --reverse --format='%H %s' cfsb-base..HEAD |
 		grep -vF " $SELFTESTS_SUBJECT" | cut -d' ' -f1)
 	[[ ${#commits[@]} -gt 0 ]] || die "no commits on top of cfsb-base in $src"
+	mapfile -t old_patches < <(series_patches)
 	tree=$(kernel_tree export)
 	if [[ ! -d $tree ]]; then
 		git -C "$(kernel_repo)" worktree prune
 		git -C "$(kernel_repo)" worktree add -q --detach "$tree" cfsb-base
 	fi
 	tree_reset_to_base "$tree" clean
-	for c in "${commits[@]}"; do
-		git -C "$src" format-patch -q --stdout -1 "$c"
-	done | git -C "$tree" -c user.name=export -c user.email=export@localhost 		am -q --committer-date-is-author-date ||
-		die "the commits of $src do not apply to cfsb-base"
+	# Each file the series adds from its source in kernel/src.
+	sources_from_tree "$src" "$KERNEL_SRC_DIR" "${old_patches[@]}"
+	remake_commits "$src" "$tree" "$KERNEL_SRC_DIR" "${commits[@]}"
 	date=$(git -C "$tree" log -1 --format=%aI)
 	add_selftests "$tree" "$date"
 
@@ -146,12 +153,17 @@ cmd_export() {
 		-c user.email="$(git -C "$tree" log -1 --format=%ae)" \
 		format-patch -q --zero-commit --cover-letter --base=cfsb-base -o "$tmp" cfsb-base..HEAD
 	subject=$(head -n1 "$KERNEL_COVER_LETTER")
-	python3 - "$tmp"/0000-cover-letter.patch "$subject" "$KERNEL_COVER_LETTER" <<'EOF'
+	# Dated as the last patch, so that an export of the same series is the
+	# same file.
+	python3 - "$tmp"/0000-cover-letter.patch "$subject" "$KERNEL_COVER_LETTER" \
+		"$(git -C "$tree" log -1 --format=%aD)" <<'EOF'
+import re
 import sys
-path, subject, body_path = sys.argv[1:]
+path, subject, body_path, date = sys.argv[1:]
 body = open(body_path).read().split("\n", 1)[1].strip("\n")
 text = open(path).read()
 text = text.replace("*** SUBJECT HERE ***", subject).replace("*** BLURB HERE ***", body)
+text = re.sub(r"(?m)^Date: .*$", lambda _: "Date: " + date, text, count=1)
 open(path, "w").write(text)
 EOF
 	mkdir -p "$KERNEL_SERIES_DIR"
@@ -185,12 +197,8 @@ cmd_check_selftests() {
 		die "the last patch is not the selftests patch: run $0 export"
 	fi
 	tmp=$(mktemp -d)
-	# Each file as the patch creates it: its "+" lines.
 	for f in "${SELFTESTS_FILES[@]}"; do
-		awk -v f="b/$SELFTESTS_DIR/$f" '
-			/^diff --git / { on = ($4 == f); hunk = 0; next }
-			on && /^@@/ { hunk = 1; next }
-			on && hunk && /^\+/ { print substr($0, 2) }' "$last" >"$tmp/$f"
+		patch_added_file "$last" "$SELFTESTS_DIR/$f" >"$tmp/$f"
 		if ! cmp -s "$tmp/$f" "$CFSB_ROOT/selftests/$f"; then
 			log "selftests/$f differs from the series' copy"
 			status=1
@@ -199,6 +207,13 @@ cmd_check_selftests() {
 	rm -rf "$tmp"
 	[[ $status -eq 0 ]] || die "the selftests patch is stale: run $0 export"
 	log "the selftests patch matches selftests/"
+}
+
+cmd_check_sources() {
+	local patches
+	mapfile -t patches < <(series_patches)
+	check_series_sources "$KERNEL_SRC_DIR" "$0 --base $KERNEL_BASE export" "${patches[@]}" ||
+		die "the $KERNEL_BASE series is stale against kernel/src"
 }
 
 cmd_build_each() {
@@ -314,6 +329,7 @@ case ${1:-} in
 export) shift; cmd_export "$@" ;;
 checkpatch) cmd_checkpatch ;;
 check-selftests) cmd_check_selftests ;;
+check-sources) cmd_check_sources ;;
 build-each) shift; cmd_build_each "$@" ;;
 kunit-i386) shift; cmd_kunit_i386 "$@" ;;
 -h | --help | "") usage ;;

@@ -310,6 +310,136 @@ kernel_tree() { echo "$CFSB_CACHE/$KERNEL_TREE_PREFIX-$1"; }
 kernel_build_dir() { echo "$(kernel_tree "$1")/build-$2-$3"; }
 kernel_image_path() { echo "$(kernel_build_dir "$1" "$2" "$3")/$(arch_image "$2")"; }
 
+# --- series generated from source files -------------------------------------
+# A file that a series adds is kept as a source file in the checkout, at
+# SRC/<its path in the tree>: the series is generated from it (export) and
+# checked against it (nerdctl-patch/src, kernel/src).
+
+# series_sources SRC: the source files under SRC, relative to it (those in
+# its subdirectories: files at its top, such as a go.mod, are its own).
+series_sources() { (cd "$1" && find . -mindepth 2 -type f | sed 's|^\./||' | LC_ALL=C sort); }
+
+# patch_changes PATCH...: "PATCH new|changed PATH" for every file a patch
+# adds or changes.
+patch_changes() {
+	local p
+	for p in "$@"; do
+		awk -v p="$p" '
+			function flush() { if (f != "") print p " " (isnew ? "new" : "changed") " " f }
+			/^diff --git / { flush(); f = substr($4, 3); isnew = 0; next }
+			/^new file mode / { isnew = 1 }
+			END { flush() }' "$p"
+	done
+}
+
+# patch_added_file PATCH PATH: PATH as PATCH adds it (its "+" lines).
+patch_added_file() {
+	awk -v f="b/$2" '
+		/^diff --git / { on = ($4 == f); hunk = 0; next }
+		on && /^@@/ { hunk = 1; next }
+		on && hunk && /^\+/ { print substr($0, 2) }' "$1"
+}
+
+# check_series_sources SRC EXPORT PATCH...: the series PATCH... adds each
+# source file of SRC as it is there, changes none of them afterwards, and
+# adds no other file in their directories (it may change the upstream
+# files there); else says what differs and fails (EXPORT: the command
+# that regenerates the series).
+check_series_sources() {
+	local src=$1 export=$2 p kind f status=0 files
+	shift 2
+	local -A added=() dirs=()
+	mapfile -t files < <(series_sources "$src")
+	[[ ${#files[@]} -gt 0 ]] || die "no source files in $src"
+	for f in "${files[@]}"; do dirs[$(dirname "$f")]=1; done
+	while read -r p kind f; do
+		[[ -n ${dirs[$(dirname "$f")]:-} ]] || continue
+		if [[ $kind == changed ]]; then
+			[[ -f $src/$f ]] || continue # an upstream file
+			log "$f: ${p##*/} changes it after it is added: its source is the file as added"
+			status=1
+		elif [[ ! -f $src/$f ]]; then
+			log "$f: ${p##*/} adds it, and it has no source in $src"
+			status=1
+		else
+			added[$f]=$p
+		fi
+	done < <(patch_changes "$@")
+	for f in "${files[@]}"; do
+		if [[ -z ${added[$f]:-} ]]; then
+			log "$f: in $src, added by no patch"
+			status=1
+		elif ! cmp -s <(patch_added_file "${added[$f]}" "$f") "$src/$f"; then
+			log "$f: ${added[$f]##*/} adds another version than $src/$f"
+			status=1
+		fi
+	done
+	if [[ $status -ne 0 ]]; then
+		log "the series is stale against its sources in $src: run $export"
+		return 1
+	fi
+	log "sources under ${!dirs[*]} (${#files[@]}): the series adds them as they are"
+}
+
+# sources_from_tree FROM SRC PATCH...: before an export from the tree FROM,
+# each source file as FROM has it (HEAD), as SRC has it and as the series
+# PATCH... adds it: one changed in FROM only is copied into SRC; one
+# changed in both stops the export.
+sources_from_tree() {
+	local from=$1 src=$2 p kind f tmp files
+	shift 2
+	local -A in_series=()
+	while read -r p kind f; do [[ $kind == new ]] && in_series[$f]=$p; done < <(patch_changes "$@")
+	tmp=$(mktemp -d)
+	mapfile -t files < <(series_sources "$src")
+	for f in "${files[@]}"; do
+		mkdir -p "$tmp/$(dirname "$f")"
+		git -C "$from" show "HEAD:$f" >"$tmp/$f" 2>/dev/null || { rm -rf "$tmp"; die "$f: not in $from"; }
+		cmp -s "$tmp/$f" "$src/$f" && continue
+		[[ -n ${in_series[$f]:-} ]] && patch_added_file "${in_series[$f]}" "$f" >"$tmp/$f.series"
+		if [[ -f $tmp/$f.series ]] && cmp -s "$src/$f" "$tmp/$f.series"; then
+			cp "$tmp/$f" "$src/$f"
+			log "$f: changed in $from: copied to ${src#"$CFSB_ROOT"/}"
+		elif ! [[ -f $tmp/$f.series ]] || ! cmp -s "$tmp/$f" "$tmp/$f.series"; then
+			rm -rf "$tmp"
+			die "$f: changed both in $from and in ${src#"$CFSB_ROOT"/}: keep one of them"
+		fi
+	done
+	rm -rf "$tmp"
+}
+
+# remake_commits FROM SCRATCH SRC COMMIT...: in SCRATCH (a worktree of
+# FROM's repository), on its HEAD, one commit for each COMMIT of FROM: its
+# changes but to the source files of SRC, which are taken from SRC wherever
+# the commit's tree has them, and its author and message. What a later
+# commit changed in a source file so lands in the commit that adds it, and
+# a commit left with nothing else (a fixup) is dropped. Committed by the
+# build's fixed identity at the author date, as prepare_series_tree
+# applies a series.
+remake_commits() {
+	local from=$1 scratch=$2 src=$3 c f files exclude=()
+	shift 3
+	mapfile -t files < <(series_sources "$src")
+	for f in "${files[@]}"; do exclude+=(":(exclude)$f"); done
+	for c in "$@"; do
+		git -C "$from" diff --binary "$c^" "$c" -- . "${exclude[@]}" |
+			git -C "$scratch" apply --index --allow-empty ||
+			die "$(git -C "$from" log -1 --format='%h %s' "$c"): does not apply"
+		for f in "${files[@]}"; do
+			git -C "$scratch" cat-file -e "$c:$f" 2>/dev/null || continue
+			mkdir -p "$scratch/$(dirname "$f")"
+			cp "$src/$f" "$scratch/$f"
+			git -C "$scratch" add -f "$f"
+		done
+		if git -C "$scratch" diff --cached --quiet HEAD; then
+			log "$(git -C "$from" log -1 --format='%h %s' "$c"): dropped, its changes are in the sources"
+			continue
+		fi
+		GIT_COMMITTER_DATE=$(git -C "$from" log -1 --format=%aI "$c") git -C "$scratch" \
+			-c user.name="cfs-borrowing build" -c user.email=build@localhost commit -q --no-verify -C "$c"
+	done
+}
+
 # sha256 of the given files' names and contents, in order.
 files_hash() {
 	local f

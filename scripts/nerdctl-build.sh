@@ -93,65 +93,12 @@ out=$CFSB_ROOT/.build/nerdctl
 
 series_files() { find "${1:-$patch_dir}" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' | sort; }
 
-# --- the series' sources ----------------------------------------------------
-# A file the series adds under a directory that nerdctl-patch/src holds is
-# generated from its source there (export), and checked against it.
-
-# source_files SRC: the Go files under SRC, relative to it.
-source_files() { (cd "$1" && find . -name '*.go' -type f | sed 's|^\./||' | LC_ALL=C sort); }
-
-# patch_changes DIR: "PATCH new|changed PATH" for every file a patch of
-# DIR's series adds or changes.
-patch_changes() {
-	local p
-	while read -r p; do
-		awk -v p="$p" '
-			function flush() { if (f != "") print p " " (isnew ? "new" : "changed") " " f }
-			/^diff --git / { flush(); f = substr($4, 3); isnew = 0; next }
-			/^new file mode / { isnew = 1 }
-			END { flush() }' "$p"
-	done < <(series_files "$1")
-}
-
-# patch_file PATCH PATH: PATH as PATCH adds it (its "+" lines).
-patch_file() {
-	awk -v f="b/$2" '
-		/^diff --git / { on = ($4 == f); hunk = 0; next }
-		on && /^@@/ { hunk = 1; next }
-		on && hunk && /^\+/ { print substr($0, 2) }' "$1"
-}
-
-# check_sources DIR: DIR's series adds each file of DIR/src as it is there,
-# changes none of them afterwards, and adds no other file beside them.
+# check_sources DIR: the series in DIR against its sources in DIR/src.
 check_sources() {
-	local dir=$1 src=$1/src p kind f status=0 files
-	local -A added=() dirs=()
-	mapfile -t files < <(source_files "$src")
-	[[ ${#files[@]} -gt 0 ]] || die "no source files in $src"
-	for f in "${files[@]}"; do dirs[$(dirname "$f")]=1; done
-	while read -r p kind f; do
-		[[ -n ${dirs[$(dirname "$f")]:-} ]] || continue
-		if [[ $kind == changed ]]; then
-			log "$f: ${p##*/} changes it after it is added: its source is the file as added"
-			status=1
-		elif [[ ! -f $src/$f ]]; then
-			log "$f: ${p##*/} adds it, and it has no source in $src"
-			status=1
-		else
-			added[$f]=$p
-		fi
-	done < <(patch_changes "$dir")
-	for f in "${files[@]}"; do
-		if [[ -z ${added[$f]:-} ]]; then
-			log "$f: in $src, added by no patch"
-			status=1
-		elif ! cmp -s <(patch_file "${added[$f]}" "$f") "$src/$f"; then
-			log "$f: ${added[$f]##*/} adds another version than $src/$f"
-			status=1
-		fi
-	done
-	[[ $status -eq 0 ]] || die "the series in $dir is stale against its sources: run ${0##*/} export"
-	log "the ${#files[@]} files the series adds under ${!dirs[*]} match their sources"
+	local -a patches
+	mapfile -t patches < <(series_files "$1")
+	check_series_sources "$1/src" "${0##*/} export" "${patches[@]}" ||
+		die "the series in $1 is stale against nerdctl-patch/src"
 }
 
 if [[ $cmd == check-sources ]]; then
@@ -337,56 +284,21 @@ write_tap() {
 # --- export ---------------------------------------------------------------
 cmd_export() {
 	local ptree=$CFSB_CACHE/nerdctl/patched from scratch=$CFSB_CACHE/nerdctl/export src=$patch_dir/src
-	local tmp c f p kind date commits files
+	local tmp commits patches
 	from=${export_tree:-$ptree}
 	[[ -d $from ]] || die "no patched tree at $from: run ${0##*/} first"
 	[[ -z $(git -C "$from" status --porcelain) ]] || die "$from has uncommitted changes: commit them first"
 	mapfile -t commits < <(git -C "$from" rev-list --reverse cfsb-base..HEAD)
 	[[ ${#commits[@]} -gt 0 ]] || die "no commits on top of cfsb-base in $from"
-	# Each source file as the tree has it, as nerdctl-patch/src has it and
-	# as the series has it: the one that differs from the series wins.
-	local -A in_series=()
-	while read -r p kind f; do [[ $kind == new ]] && in_series[$f]=$p; done < <(patch_changes "$patch_dir")
-	tmp=$(mktemp -d)
-	mapfile -t files < <(source_files "$src")
-	for f in "${files[@]}"; do
-		mkdir -p "$tmp/$(dirname "$f")"
-		git -C "$from" show "HEAD:$f" >"$tmp/$f" 2>/dev/null || { rm -rf "$tmp"; die "$f: not in $from"; }
-		cmp -s "$tmp/$f" "$src/$f" && continue
-		[[ -n ${in_series[$f]:-} ]] && patch_file "${in_series[$f]}" "$f" >"$tmp/$f.series"
-		if [[ -f $tmp/$f.series ]] && cmp -s "$src/$f" "$tmp/$f.series"; then
-			cp "$tmp/$f" "$src/$f"
-			log "$f: changed in $from: copied to ${src#"$CFSB_ROOT"/}"
-		elif ! [[ -f $tmp/$f.series ]] || ! cmp -s "$tmp/$f" "$tmp/$f.series"; then
-			rm -rf "$tmp"
-			die "$f: changed both in $from and in ${src#"$CFSB_ROOT"/}: keep one of them"
-		fi
-	done
-	rm -rf "$tmp"
-	# The commits again, in a scratch tree, as the trees they make with each
-	# source file as nerdctl-patch/src has it: what a later commit changed
-	# in one is folded into the commit that adds it, and a commit left
-	# with nothing else (a fixup) is dropped.
+	mapfile -t patches < <(series_files)
+	sources_from_tree "$from" "$src" "${patches[@]}"
+	# The commits again, each added file from its source.
 	if [[ ! -d $scratch ]]; then
 		git -C "$repo" worktree prune
 		git -C "$repo" worktree add -q --detach "$scratch" cfsb-base
 	fi
 	tree_reset_to_base "$scratch" clean
-	for c in "${commits[@]}"; do
-		git -C "$scratch" read-tree --reset -u "$c"
-		for f in "${files[@]}"; do
-			git -C "$scratch" cat-file -e "$c:$f" 2>/dev/null || continue
-			cp "$src/$f" "$scratch/$f"
-			git -C "$scratch" add "$f"
-		done
-		if git -C "$scratch" diff --cached --quiet HEAD; then
-			log "$(git -C "$from" log -1 --format='%h %s' "$c"): dropped, its changes are in the sources"
-			continue
-		fi
-		date=$(git -C "$from" log -1 --format=%aI "$c")
-		GIT_COMMITTER_DATE=$date git -C "$scratch" -c user.name="cfs-borrowing build" \
-			-c user.email=build@localhost commit -q --no-verify -C "$c"
-	done
+	remake_commits "$from" "$scratch" "$src" "${commits[@]}"
 	tmp=$(mktemp -d)
 	# --no-signature: the files do not depend on the git version.
 	git -C "$scratch" format-patch -q --zero-commit --no-signature -o "$tmp" cfsb-base..HEAD

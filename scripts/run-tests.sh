@@ -152,7 +152,12 @@ static_checks() {
 				"$CFSB_ROOT/scripts/kernel-series.sh" --base "$base" checkpatch
 			check "the $base series' selftests patch matches selftests/" \
 				"$CFSB_ROOT/scripts/kernel-series.sh" --base "$base" check-selftests
+			check "the $base series adds the files of kernel/src as they are" \
+				"$CFSB_ROOT/scripts/kernel-series.sh" --base "$base" check-sources
 		done
+		check "checkpatch --strict on kernel/src" \
+			"$(kernel_tree stock)/scripts/checkpatch.pl" --no-tree --strict -q \
+			-f "$CFSB_ROOT"/kernel/src/kernel/sched/*.c
 		check "the nerdctl series' new package matches nerdctl-patch/src" \
 			"$CFSB_ROOT/scripts/nerdctl-build.sh" check-sources
 		check "nerdctl-patch/src: gofmt and go vet where it stands" bash -c \

@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests for CFS bandwidth borrowing: parsing a charge, the effective
+ * quota and the bound, charging and clamping a level, paying at period
+ * refills, and the walk that charges every limited level up to the lowest
+ * common ancestor with the worker. Included at the end of fair.c, so it
+ * reaches the static helpers. Nothing here reads a sysctl: the refill's
+ * floor is a parameter.
+ */
+#include <kunit/test.h>
+
+#define MS(x)	((u64)(x) * NSEC_PER_MSEC)
+
+/* Every amount charged to a level is accounted for exactly once. */
+static void expect_adds_up(struct kunit *test, const struct cfs_borrowing *b)
+{
+	KUNIT_EXPECT_EQ(test, b->borrowed, b->deducted + b->outstanding + b->dropped);
+}
+
+static void cfs_borrowing_test_parse(struct kunit *test)
+{
+	static const struct {
+		const char *in;
+		int ret;
+		u64 usec;
+		pid_t pid;
+	} cases[] = {
+		{ "20000", 0, 20000, 0 },
+		{ "20000\n", 0, 20000, 0 },
+		{ "  7  ", 0, 7, 0 },
+		{ "+5", 0, 5, 0 },		/* kstrtoull, as cpu.weight */
+		{ "0", 0, 0, 0 },
+		{ "20000 42", 0, 20000, 42 },
+		{ "20000\t42\n", 0, 20000, 42 },
+		{ "17592186044415", 0, MAX_BW, 0 },
+		{ "17592186044416", -ERANGE, 0, 0 },
+		{ "18446744073709551616", -ERANGE, 0, 0 },
+		{ "", -EINVAL, 0, 0 },
+		{ "abc", -EINVAL, 0, 0 },
+		{ "-1", -EINVAL, 0, 0 },
+		{ "1.5", -EINVAL, 0, 0 },
+		{ "0x10", -EINVAL, 0, 0 },
+		{ "5 0", -EINVAL, 0, 0 },
+		{ "5 -3", -EINVAL, 0, 0 },
+		{ "5 x", -EINVAL, 0, 0 },
+		{ "5 1 2", -EINVAL, 0, 0 },
+		{ "5 99999999999", -EINVAL, 0, 0 },
+	};
+	char buf[32];
+	u64 usec;
+	pid_t pid;
+	int i, ret;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		strscpy(buf, cases[i].in, sizeof(buf));
+		usec = 0;
+		pid = 0;
+		ret = cfs_borrowing_parse(buf, &usec, &pid);
+		KUNIT_EXPECT_EQ_MSG(test, ret, cases[i].ret, "input '%s'", cases[i].in);
+		if (ret || cases[i].ret)
+			continue;
+		KUNIT_EXPECT_EQ_MSG(test, usec, cases[i].usec, "input '%s'", cases[i].in);
+		KUNIT_EXPECT_EQ_MSG(test, pid, cases[i].pid, "input '%s'", cases[i].in);
+	}
+}
+
+static void cfs_borrowing_test_effective_quota(struct kunit *test)
+{
+	s64 half = to_ratio(100000, 50000);	/* 50 ms per 100 ms, as normalize_cfs_quota() */
+
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_effective_quota(MS(30), MS(100), RUNTIME_INF), MS(30));
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_effective_quota(RUNTIME_INF, MS(100), half),
+			RUNTIME_INF);
+	/* A child's quota above its parent's (cgroup v2) is not what it gets. */
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_effective_quota(MS(200), MS(100), half), MS(50));
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_effective_quota(MS(30), MS(100), half), MS(30));
+	/* The same ratio at another period. */
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_effective_quota(MS(900), MS(1000), half), MS(500));
+}
+
+static void cfs_borrowing_test_limit(struct kunit *test)
+{
+	/* One second's worth of the effective quota... */
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_limit(MS(50), MS(100)), MS(500));
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_limit(MS(1), MS(1)), MS(1000));
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_limit(MS(200), MS(100)), MS(2000));
+	/* ...and at least one period's, for periods that do not divide it. */
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_limit(MS(100), MS(1000)), MS(100));
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_limit(MS(300), MS(700)), MS(300));
+	/* No quota, nothing to pay from. */
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_limit(RUNTIME_INF, MS(100)), 0);
+	/* Saturates instead of wrapping. */
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_limit(U64_MAX / 2, MS(1)), U64_MAX);
+}
+
+static void cfs_borrowing_test_charge(struct kunit *test)
+{
+	struct cfs_borrowing b = { };
+
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_charge(&b, MS(100), MS(500)), MS(100));
+	KUNIT_EXPECT_EQ(test, b.outstanding, MS(100));
+	/* Up to the bound exactly, then the excess is dropped. */
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_charge(&b, MS(400), MS(500)), MS(400));
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_charge(&b, MS(70), MS(500)), 0);
+	KUNIT_EXPECT_EQ(test, b.outstanding, MS(500));
+	KUNIT_EXPECT_EQ(test, b.borrowed, MS(570));
+	KUNIT_EXPECT_EQ(test, b.dropped, MS(70));
+	expect_adds_up(test, &b);
+
+	/* No quota: a zero bound takes nothing, all is counted as dropped. */
+	b = (struct cfs_borrowing){ };
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_charge(&b, MS(5), 0), 0);
+	KUNIT_EXPECT_EQ(test, b.dropped, MS(5));
+	expect_adds_up(test, &b);
+
+	/* Huge charges saturate the totals instead of wrapping them. */
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_charge(&b, U64_MAX, MS(500)), MS(500));
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_charge(&b, U64_MAX, MS(500)), 0);
+	KUNIT_EXPECT_EQ(test, b.borrowed, U64_MAX);
+	KUNIT_EXPECT_EQ(test, b.dropped, U64_MAX);
+	KUNIT_EXPECT_EQ(test, b.outstanding, MS(500));
+
+	/* Totals beyond 2^32 ns, which a size_t-wide add would truncate. */
+	b = (struct cfs_borrowing){ };
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_charge(&b, MS(3000), MS(500)), MS(500));
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_charge(&b, MS(3000), MS(500)), 0);
+	KUNIT_EXPECT_EQ(test, b.borrowed, MS(6000));
+	KUNIT_EXPECT_EQ(test, b.dropped, MS(5500));
+	expect_adds_up(test, &b);
+}
+
+static void cfs_borrowing_test_clamp(struct kunit *test)
+{
+	struct cfs_borrowing b = { };
+
+	cfs_borrowing_charge(&b, MS(300), MS(500));
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_clamp(&b, MS(500)), 0);
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_clamp(&b, MS(300)), 0);
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_clamp(&b, MS(90)), MS(210));
+	KUNIT_EXPECT_EQ(test, b.outstanding, MS(90));
+	/* Removing the quota drops what the level owes. */
+	KUNIT_EXPECT_EQ(test, cfs_borrowing_clamp(&b, 0), MS(90));
+	KUNIT_EXPECT_EQ(test, b.outstanding, 0);
+	KUNIT_EXPECT_EQ(test, b.dropped, MS(300));
+	expect_adds_up(test, &b);
+}
+
+/*
+ * A bandwidth pool as tg_set_cfs_bandwidth() leaves it, with @left of the
+ * runtime unused at the end of the first period.
+ */
+static void init_pool(struct cfs_bandwidth *cfs_b, u64 quota, u64 period,
+		      u64 burst, u64 left)
+{
+	memset(cfs_b, 0, sizeof(*cfs_b));
+	raw_spin_lock_init(&cfs_b->lock);
+	seqcount_raw_spinlock_init(&cfs_b->borrowing_seq, &cfs_b->lock);
+	cfs_b->quota = quota;
+	cfs_b->period = ns_to_ktime(period);
+	cfs_b->burst = burst;
+	cfs_b->hierarchical_quota = RUNTIME_INF;
+	__refill_cfs_bandwidth_runtime(cfs_b);
+	cfs_b->runtime = left;
+}
+
+static void owe(struct cfs_bandwidth *cfs_b, u64 amount)
+{
+	cfs_borrowing_charge(&cfs_b->borrowing, amount,
+			     cfs_borrowing_limit(cfs_borrowing_effective(cfs_b),
+						 ktime_to_ns(cfs_b->period)));
+}
+
+/* A period's refill, as the period timer makes it: under the lock. */
+static void refill(struct cfs_bandwidth *cfs_b, u64 floor)
+{
+	guard(raw_spinlock_irq)(&cfs_b->lock);
+	__refill_cfs_bandwidth_period(cfs_b, floor);
+}
+
+static void cfs_borrowing_test_refill_no_borrowing(struct kunit *test)
+{
+	struct cfs_bandwidth cfs_b;
+
+	init_pool(&cfs_b, MS(50), MS(100), 0, MS(10));
+	refill(&cfs_b, MS(5));
+	KUNIT_EXPECT_EQ(test, cfs_b.runtime, MS(50));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.nr_periods, 0);
+}
+
+static void cfs_borrowing_test_refill_carry_over(struct kunit *test)
+{
+	struct cfs_bandwidth cfs_b;
+
+	/* A hog uses all of every period; a slice stays, 45 ms pay. */
+	init_pool(&cfs_b, MS(50), MS(100), 0, 0);
+	owe(&cfs_b, MS(120));
+	refill(&cfs_b, MS(5));
+	KUNIT_EXPECT_EQ(test, cfs_b.runtime, MS(5));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.outstanding, MS(75));
+	cfs_b.runtime = 0;
+	refill(&cfs_b, MS(5));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.outstanding, MS(30));
+	cfs_b.runtime = 0;
+	refill(&cfs_b, MS(5));
+	KUNIT_EXPECT_EQ(test, cfs_b.runtime, MS(20));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.outstanding, 0);
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.deducted, MS(120));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.nr_periods, 3);
+	expect_adds_up(test, &cfs_b.borrowing);
+}
+
+static void cfs_borrowing_test_refill_unused_pays_first(struct kunit *test)
+{
+	struct cfs_bandwidth cfs_b;
+
+	/*
+	 * An idle group's own use of 30 ms would have come out of the
+	 * runtime it left: the new period is whole.
+	 */
+	init_pool(&cfs_b, MS(50), MS(100), 0, MS(50));
+	owe(&cfs_b, MS(30));
+	refill(&cfs_b, MS(5));
+	KUNIT_EXPECT_EQ(test, cfs_b.runtime, MS(50));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.deducted, MS(30));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.nr_periods, 1);
+	KUNIT_EXPECT_EQ(test, cfs_b.nr_burst, 0);
+}
+
+static void cfs_borrowing_test_refill_burst(struct kunit *test)
+{
+	struct cfs_bandwidth cfs_b;
+
+	/* 70 ms banked with a 20 ms burst: they pay first, then the period. */
+	init_pool(&cfs_b, MS(50), MS(100), MS(20), MS(70));
+	cfs_b.runtime_snap = MS(70);
+	owe(&cfs_b, MS(100));
+	refill(&cfs_b, MS(5));
+	KUNIT_EXPECT_EQ(test, cfs_b.runtime, MS(20));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.outstanding, 0);
+	/* Paying is not the group's burst. */
+	KUNIT_EXPECT_EQ(test, cfs_b.nr_burst, 0);
+	KUNIT_EXPECT_EQ(test, cfs_b.burst_time, 0);
+	KUNIT_EXPECT_EQ(test, cfs_b.runtime_snap, MS(20));
+}
+
+static void cfs_borrowing_test_refill_effective_quota(struct kunit *test)
+{
+	struct cfs_bandwidth cfs_b;
+
+	/* 200 ms of quota under a parent's 50 ms: pay from those 50. */
+	init_pool(&cfs_b, MS(200), MS(100), 0, 0);
+	cfs_b.hierarchical_quota = to_ratio(100000, 50000);
+	owe(&cfs_b, MS(100));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.outstanding, MS(100));
+	refill(&cfs_b, MS(5));
+	KUNIT_EXPECT_EQ(test, cfs_b.runtime, MS(5));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.outstanding, MS(55));
+
+	/* The bound is the effective quota's too. */
+	owe(&cfs_b, MS(1000));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.outstanding, MS(500));
+}
+
+static void cfs_borrowing_test_refill_floor(struct kunit *test)
+{
+	struct cfs_bandwidth cfs_b;
+
+	/* Four busy CPUs keep a 5 ms slice each. */
+	init_pool(&cfs_b, MS(50), MS(100), 0, 0);
+	owe(&cfs_b, MS(500));
+	refill(&cfs_b, MS(20));
+	KUNIT_EXPECT_EQ(test, cfs_b.runtime, MS(20));
+	/* Twenty: half the runtime still pays. */
+	cfs_b.runtime = 0;
+	refill(&cfs_b, MS(100));
+	KUNIT_EXPECT_EQ(test, cfs_b.runtime, MS(25));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.deducted, MS(55));
+}
+
+static void cfs_borrowing_test_config_refill_does_not_pay(struct kunit *test)
+{
+	struct cfs_bandwidth cfs_b;
+	int i;
+
+	init_pool(&cfs_b, MS(50), MS(1000), 0, 0);
+	owe(&cfs_b, MS(40));
+	for (i = 0; i < 10; i++)
+		__refill_cfs_bandwidth_runtime(&cfs_b);
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.outstanding, MS(40));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.nr_periods, 0);
+}
+
+static void cfs_borrowing_test_refill_no_quota(struct kunit *test)
+{
+	struct cfs_bandwidth cfs_b;
+
+	init_pool(&cfs_b, MS(50), MS(100), 0, 0);
+	owe(&cfs_b, MS(40));
+	cfs_b.quota = RUNTIME_INF;
+	refill(&cfs_b, MS(5));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.outstanding, MS(40));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.deducted, 0);
+}
+
+static void cfs_borrowing_test_bound_paid_off(struct kunit *test)
+{
+	struct cfs_bandwidth cfs_b;
+	int periods = 0;
+
+	/* The largest debt is paid within 2 s, never taking a whole period. */
+	init_pool(&cfs_b, MS(50), MS(100), 0, 0);
+	owe(&cfs_b, U64_MAX);
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.outstanding, MS(500));
+	while (cfs_b.borrowing.outstanding && periods < 100) {
+		cfs_b.runtime = 0;
+		refill(&cfs_b, MS(5));
+		KUNIT_EXPECT_GE(test, cfs_b.runtime, MS(5));
+		periods++;
+	}
+	KUNIT_EXPECT_EQ(test, periods, 12);
+	KUNIT_EXPECT_LE(test, periods * MS(100), 2 * CFS_BORROWING_MAX_NS);
+	expect_adds_up(test, &cfs_b.borrowing);
+}
+
+static void cfs_borrowing_test_bound_follows_ancestors(struct kunit *test)
+{
+	struct cfs_bandwidth cfs_b;
+
+	/* A parent's quota lowered to 25 %: the excess goes at the refill. */
+	init_pool(&cfs_b, MS(50), MS(100), 0, 0);
+	owe(&cfs_b, MS(500));
+	cfs_b.hierarchical_quota = to_ratio(100000, 25000);
+	refill(&cfs_b, MS(5));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.dropped, MS(250));
+	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.deducted, MS(20));
+	expect_adds_up(test, &cfs_b.borrowing);
+}
+
+/*
+ * cpu.stat and cpu.cfs.borrowing_us are world-readable: their readers get a
+ * snapshot that adds up without the lock that every CPU of a busy group
+ * takes for each slice (read here with the lock held, which a reader taking
+ * it would never return from).
+ */
+static void cfs_borrowing_test_read_without_lock(struct kunit *test)
+{
+	struct cfs_bandwidth cfs_b;
+	struct cfs_borrowing b;
+
+	init_pool(&cfs_b, MS(50), MS(100), 0, 0);
+	owe(&cfs_b, MS(120));
+	refill(&cfs_b, MS(5));
+	scoped_guard (raw_spinlock_irq, &cfs_b.lock)
+		cfs_borrowing_read(&cfs_b, &b);
+	KUNIT_EXPECT_EQ(test, b.outstanding, MS(75));
+	KUNIT_EXPECT_EQ(test, b.deducted, MS(45));
+	KUNIT_EXPECT_EQ(test, b.nr_periods, 1);
+	expect_adds_up(test, &b);
+}
+
+static enum hrtimer_restart fake_period_timer(struct hrtimer *timer)
+{
+	return HRTIMER_NORESTART;
+}
+
+/* A task group with only what the walk uses; @quota in ms, 0 for none. */
+static struct task_group *fake_tg(struct kunit *test, struct task_group *parent,
+				  u64 quota)
+{
+	struct task_group *tg = kunit_kzalloc(test, sizeof(*tg), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, tg);
+	tg->parent = parent;
+	init_cfs_bandwidth(&tg->cfs_bandwidth, NULL);
+	tg->cfs_bandwidth.period_timer.function = fake_period_timer;
+	tg->cfs_bandwidth.period = ns_to_ktime(MS(1000));
+	if (quota)
+		tg->cfs_bandwidth.quota = MS(quota);
+	return tg;
+}
+
+static void cfs_borrowing_test_walk(struct kunit *test)
+{
+	/* root - a(100) - b(none) - c(50), a - w, root - d(none) */
+	struct task_group *root = &root_task_group;
+	struct task_group *a = fake_tg(test, root, 100);
+	struct task_group *b = fake_tg(test, a, 0);
+	struct task_group *c = fake_tg(test, b, 50);
+	struct task_group *w = fake_tg(test, a, 0);
+	struct task_group *d = fake_tg(test, root, 0);
+	struct task_group *all[] = { a, b, c, w, d };
+	int i;
+
+	KUNIT_EXPECT_PTR_EQ(test, tg_common_ancestor(c, w), a);
+	KUNIT_EXPECT_PTR_EQ(test, tg_common_ancestor(w, c), a);
+	KUNIT_EXPECT_PTR_EQ(test, tg_common_ancestor(c, root), root);
+	KUNIT_EXPECT_PTR_EQ(test, tg_common_ancestor(c, c), c);
+	KUNIT_EXPECT_PTR_EQ(test, tg_common_ancestor(c, d), root);
+
+	/* A worker under a: a's runtime already paid, only c owes. */
+	tg_charge_cfs_borrowing(c, w, MS(10));
+	KUNIT_EXPECT_EQ(test, c->cfs_bandwidth.borrowing.outstanding, MS(10));
+	KUNIT_EXPECT_EQ(test, a->cfs_bandwidth.borrowing.borrowed, 0);
+	KUNIT_EXPECT_TRUE(test, c->cfs_bandwidth.period_active);
+
+	/* A worker in the root group: c and a owe, b has no quota. */
+	tg_charge_cfs_borrowing(c, root, MS(20));
+	KUNIT_EXPECT_EQ(test, c->cfs_bandwidth.borrowing.outstanding, MS(30));
+	KUNIT_EXPECT_EQ(test, a->cfs_bandwidth.borrowing.outstanding, MS(20));
+	KUNIT_EXPECT_EQ(test, b->cfs_bandwidth.borrowing.borrowed, 0);
+
+	/* A group without a quota charges its limited ancestors. */
+	tg_charge_cfs_borrowing(b, root, MS(7));
+	KUNIT_EXPECT_EQ(test, a->cfs_bandwidth.borrowing.outstanding, MS(27));
+	KUNIT_EXPECT_EQ(test, b->cfs_bandwidth.borrowing.borrowed, 0);
+
+	/* No quota on the path, or the worker inside: dropped at the client. */
+	tg_charge_cfs_borrowing(d, root, MS(3));
+	KUNIT_EXPECT_EQ(test, d->cfs_bandwidth.borrowing.dropped, MS(3));
+	tg_charge_cfs_borrowing(b, w, MS(4));
+	KUNIT_EXPECT_EQ(test, b->cfs_bandwidth.borrowing.dropped, MS(4));
+	tg_charge_cfs_borrowing(c, c, MS(5));
+	KUNIT_EXPECT_EQ(test, c->cfs_bandwidth.borrowing.dropped, MS(5));
+	KUNIT_EXPECT_EQ(test, c->cfs_bandwidth.borrowing.outstanding, MS(30));
+
+	for (i = 0; i < ARRAY_SIZE(all); i++) {
+		expect_adds_up(test, &all[i]->cfs_bandwidth.borrowing);
+		hrtimer_cancel(&all[i]->cfs_bandwidth.period_timer);
+	}
+}
+
+/*
+ * A limited child's bound drops most of a charge: its ancestors owe only
+ * what it took, which is all its own use could have taken from them.
+ */
+static void cfs_borrowing_test_walk_carries_what_was_taken(struct kunit *test)
+{
+	/* root - p(2000) - q(none) - a(10), root - r(100) - s(200) */
+	struct task_group *root = &root_task_group;
+	struct task_group *p = fake_tg(test, root, 2000);
+	struct task_group *q = fake_tg(test, p, 0);
+	struct task_group *a = fake_tg(test, q, 10);
+	struct task_group *r = fake_tg(test, root, 100);
+	struct task_group *s = fake_tg(test, r, 200);
+	struct task_group *all[] = { p, q, a, r, s };
+	int i;
+
+	/* a's bound is 10 ms (a second's worth at a 1 s period). */
+	tg_charge_cfs_borrowing(a, root, MS(100));
+	KUNIT_EXPECT_EQ(test, a->cfs_bandwidth.borrowing.outstanding, MS(10));
+	KUNIT_EXPECT_EQ(test, a->cfs_bandwidth.borrowing.dropped, MS(90));
+	KUNIT_EXPECT_EQ(test, p->cfs_bandwidth.borrowing.borrowed, MS(10));
+	KUNIT_EXPECT_EQ(test, p->cfs_bandwidth.borrowing.outstanding, MS(10));
+
+	/* a at its bound takes nothing, so p owes nothing more. */
+	tg_charge_cfs_borrowing(a, root, MS(50));
+	KUNIT_EXPECT_EQ(test, a->cfs_bandwidth.borrowing.dropped, MS(140));
+	KUNIT_EXPECT_EQ(test, p->cfs_bandwidth.borrowing.borrowed, MS(10));
+	KUNIT_EXPECT_EQ(test, q->cfs_bandwidth.borrowing.borrowed, 0);
+
+	/* The lowest bound on the path counts, wherever it is. */
+	tg_charge_cfs_borrowing(s, root, MS(5000));
+	KUNIT_EXPECT_EQ(test, s->cfs_bandwidth.borrowing.outstanding, MS(200));
+	KUNIT_EXPECT_EQ(test, r->cfs_bandwidth.borrowing.outstanding, MS(100));
+	KUNIT_EXPECT_EQ(test, r->cfs_bandwidth.borrowing.dropped, MS(100));
+
+	for (i = 0; i < ARRAY_SIZE(all); i++) {
+		expect_adds_up(test, &all[i]->cfs_bandwidth.borrowing);
+		hrtimer_cancel(&all[i]->cfs_bandwidth.period_timer);
+	}
+}
+
+static struct kunit_case cfs_borrowing_test_cases[] = {
+	KUNIT_CASE(cfs_borrowing_test_parse),
+	KUNIT_CASE(cfs_borrowing_test_effective_quota),
+	KUNIT_CASE(cfs_borrowing_test_limit),
+	KUNIT_CASE(cfs_borrowing_test_charge),
+	KUNIT_CASE(cfs_borrowing_test_clamp),
+	KUNIT_CASE(cfs_borrowing_test_refill_no_borrowing),
+	KUNIT_CASE(cfs_borrowing_test_refill_carry_over),
+	KUNIT_CASE(cfs_borrowing_test_refill_unused_pays_first),
+	KUNIT_CASE(cfs_borrowing_test_refill_burst),
+	KUNIT_CASE(cfs_borrowing_test_refill_effective_quota),
+	KUNIT_CASE(cfs_borrowing_test_refill_floor),
+	KUNIT_CASE(cfs_borrowing_test_config_refill_does_not_pay),
+	KUNIT_CASE(cfs_borrowing_test_refill_no_quota),
+	KUNIT_CASE(cfs_borrowing_test_bound_paid_off),
+	KUNIT_CASE(cfs_borrowing_test_bound_follows_ancestors),
+	KUNIT_CASE(cfs_borrowing_test_read_without_lock),
+	KUNIT_CASE(cfs_borrowing_test_walk),
+	KUNIT_CASE(cfs_borrowing_test_walk_carries_what_was_taken),
+	{}
+};
+
+static struct kunit_suite cfs_borrowing_test_suite = {
+	.name = "sched_cfs_borrowing",
+	.test_cases = cfs_borrowing_test_cases,
+};
+
+kunit_test_suite(cfs_borrowing_test_suite);
