@@ -20,6 +20,9 @@
 #    edited in the copy's src goes into the series and into the tree; a
 #    commit in the tree stops the build, and export takes it into src. The
 #    tree is given the real series back at the end.
+# 4. The same for the kernel series (6.12) and kernel/src, on copies and a
+#    sparse worktree at the patched kernel tree's HEAD (skipped before the
+#    first kernel build); the patched tree is not touched.
 set -uo pipefail
 
 case ${1:-} in
@@ -184,5 +187,55 @@ else
 	quietly bash -c "source '$CFSB_ROOT/scripts/lib.sh' && mapfile -t p < <(find '$CFSB_ROOT/nerdctl-patch' -maxdepth 1 -name '0*.patch' | sort) &&
 		prepare_series_tree '$CFSB_CACHE/nerdctl/stock' '$ptree' patched 0 clean nerdctl export \"\${p[@]}\""
 	[[ $rc -eq 0 ]] || echo "# could not give the patched tree the series back: $out"
+fi
+# --- 4. the kernel series' export round trip --------------------------------
+# On copies of kernel/patches and kernel/src, from a sparse worktree (only
+# kernel/sched checked out) at the patched tree's HEAD.
+ks=$CFSB_ROOT/scripts/kernel-series.sh
+ktree=$(kernel_tree patched)
+kunit_src=kernel/sched/fair_borrowing_kunit.c
+if ! git -C "$ktree" rev-parse -q --verify HEAD >/dev/null 2>&1; then
+	for what in "an unchanged series" "an edited source" "a fixup in the tree"; do
+		n=$((n + 1))
+		echo "ok $n kernel export round trip: $what # SKIP no patched kernel tree yet (scripts/kernel-build.sh)"
+	done
+else
+	kcopy() {
+		rm -rf "$tmp/kpatches" "$tmp/ksrc"
+		mkdir -p "$tmp/kpatches"
+		cp "$CFSB_ROOT"/kernel/patches/*.patch "$tmp/kpatches/"
+		cp -R "$CFSB_ROOT/kernel/src" "$tmp/ksrc"
+	}
+	kexport() {
+		quietly env CFSB_KERNEL_SERIES="$tmp/kpatches" CFSB_KERNEL_SRC="$tmp/ksrc" "$ks" export --tree "$tmp/kwt"
+	}
+	same_kernel_series() {
+		local p
+		for p in "$CFSB_ROOT"/kernel/patches/*.patch; do cmp -s "$p" "$tmp/kpatches/${p##*/}" || return 1; done
+		[[ $(find "$tmp/kpatches" -name '*.patch' | wc -l) -eq $(find "$CFSB_ROOT/kernel/patches" -name '*.patch' | wc -l) ]]
+	}
+	# (sparse-checkout turns on the repository's per-worktree config: put
+	# that back as it was afterwards.)
+	wtconfig=$(git -C "$ktree" config --get extensions.worktreeConfig || true)
+	git -C "$ktree" worktree add -q --no-checkout --detach "$tmp/kwt" HEAD
+	git -C "$tmp/kwt" sparse-checkout set kernel/sched
+	git -C "$tmp/kwt" checkout -q --detach HEAD
+	kcopy
+	kexport
+	check "kernel export round trip: an unchanged series comes out byte for byte" \
+		'[[ $rc -eq 0 ]] && same_kernel_series' "exit $rc: $out"
+	echo "/* edited where it stands */" >>"$tmp/ksrc/$kunit_src"
+	kexport
+	check "kernel export round trip: a source edited in kernel/src goes into the patch that adds it" \
+		'[[ $rc -eq 0 ]] && grep -q "^+/\* edited where it stands \*/" "$tmp"/kpatches/0004-*.patch' "exit $rc: $out"
+	kcopy
+	echo "/* edited in the tree */" >>"$tmp/kwt/$kunit_src"
+	git -C "$tmp/kwt" -c user.name=test -c user.email=test@localhost commit -q -am "fixup: edited in the tree"
+	kexport
+	check "kernel export round trip: a fixup in the tree goes into kernel/src and the patch that adds the file" \
+		'[[ $rc -eq 0 && $(tail -n1 "$tmp/ksrc/$kunit_src") == "/* edited in the tree */" && $out == *dropped* ]] &&
+			grep -q "^+/\* edited in the tree \*/" "$tmp"/kpatches/0004-*.patch' "exit $rc: $out"
+	git -C "$ktree" worktree remove --force "$tmp/kwt"
+	[[ -n $wtconfig ]] || git -C "$ktree" config --unset extensions.worktreeConfig
 fi
 echo "1..$n"

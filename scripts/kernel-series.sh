@@ -49,7 +49,10 @@ if [[ ${1:-} == --base ]]; then
 fi
 
 # The files the kernel patches add, as sources (the same for every base).
-KERNEL_SRC_DIR=$CFSB_ROOT/kernel/src
+# scripts/check-export.sh works on copies: CFSB_KERNEL_SRC, and
+# CFSB_KERNEL_SERIES for the series' directory.
+KERNEL_SRC_DIR=${CFSB_KERNEL_SRC:-$CFSB_ROOT/kernel/src}
+KERNEL_SERIES_DIR=${CFSB_KERNEL_SERIES:-$KERNEL_SERIES_DIR}
 SELFTESTS_SUBJECT="selftests/cgroup: Add tests for cpu.cfs.borrowing_us"
 SELFTESTS_DIR=tools/testing/selftests/cgroup
 SELFTESTS_FILES=(borrowing_util.c borrowing_util.h test_borrowing.c)
