@@ -111,7 +111,7 @@ check "a clean tree of an older series gets the new one" '[[ $rc -eq 0 && $(<"$t
 
 # An application cut short: the stamp says so, HEAD is anywhere.
 git -C "$tree" checkout -q --detach "$(git -C "$repo" rev-parse HEAD)"
-echo applying >"$(git -C "$tree" rev-parse --absolute-git-dir)/cfsb-series"
+echo applying >"$(series_stamp "$tree")"
 prepare "$series3"
 check "a tree whose application was cut short is re-applied" '[[ $rc -eq 0 && $(<"$tree/a") == 3 ]]' "$out"
 

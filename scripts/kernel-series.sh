@@ -139,10 +139,7 @@ cmd_export() {
 	[[ ${#commits[@]} -gt 0 ]] || die "no commits on top of cfsb-base in $src"
 	mapfile -t old_patches < <(series_patches)
 	tree=$(kernel_tree export)
-	if [[ ! -d $tree ]]; then
-		git -C "$(kernel_repo)" worktree prune
-		git -C "$(kernel_repo)" worktree add -q --detach "$tree" cfsb-base
-	fi
+	base_worktree "$(kernel_repo)" "$tree"
 	tree_reset_to_base "$tree" clean
 	# Each file the series adds from its source in kernel/src.
 	sources_from_tree "$src" "$KERNEL_SRC_DIR" "${old_patches[@]}"
@@ -176,9 +173,8 @@ EOF
 	log "exported $(series_patches | wc -l) patches and the cover letter to ${KERNEL_SERIES_DIR#"$CFSB_ROOT"/}"
 	# The patched tree's work is in the series now: the next build may
 	# give it the series (prepare_series_tree).
-	if [[ $src -ef $(kernel_tree patched) ]]; then
-		echo "exported $(git -C "$src" rev-parse HEAD)" >"$(git -C "$src" rev-parse --absolute-git-dir)/cfsb-series"
-	fi
+	[[ $src -ef $(kernel_tree patched) ]] && mark_series_exported "$src"
+	return 0
 }
 
 cmd_checkpatch() {

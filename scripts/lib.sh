@@ -502,6 +502,23 @@ tree_reset_to_base() {
 	[[ $2 == ignore ]] || git -C "$1" clean -q -fdx
 }
 
+# base_worktree REPO TREE: TREE, a worktree of REPO at the tag cfsb-base,
+# made if it does not exist.
+base_worktree() {
+	[[ -d $2 ]] && return 0
+	git -C "$1" worktree prune
+	git -C "$1" worktree add -q --detach "$2" cfsb-base
+}
+
+# series_stamp TREE: the file in which prepare_series_tree records what it
+# applied to TREE ("HASH HEAD"; "applying" while it applies; "exported
+# HEAD" once the tree's work is in the series).
+series_stamp() { echo "$(git -C "$1" rev-parse --absolute-git-dir)/cfsb-series"; }
+
+# mark_series_exported TREE: TREE's commits are exported, so the next
+# prepare_series_tree may give it the series.
+mark_series_exported() { echo "exported $(git -C "$1" rev-parse HEAD)" >"$(series_stamp "$1")"; }
+
 # prepare_series_tree REPO TREE VARIANT KEEP_TREE UNTRACKED WHAT EXPORT [PATCH...]
 # Makes TREE, a worktree of REPO (or REPO itself), hold exactly the tag
 # cfsb-base (VARIANT stock) or cfsb-base plus the series PATCH... (patched),
@@ -531,15 +548,12 @@ prepare_series_tree() {
 		return 0
 	fi
 	[[ $# -gt 0 ]] || die "no patches to apply to $what"
-	if [[ ! -d $tree ]]; then
-		git -C "$repo" worktree prune
-		git -C "$repo" worktree add -q --detach "$tree" cfsb-base
-	fi
+	base_worktree "$repo" "$tree"
 	if [[ $keep -eq 1 ]]; then
 		log "--keep-tree: using $tree as it is"
 		return 0
 	fi
-	stampf=$(git -C "$tree" rev-parse --absolute-git-dir)/cfsb-series
+	stampf=$(series_stamp "$tree")
 	want=$(files_hash "$@")
 	have=$(cat "$stampf" 2>/dev/null || true)
 	head=$(git -C "$tree" rev-parse HEAD)

@@ -293,10 +293,7 @@ cmd_export() {
 	mapfile -t patches < <(series_files)
 	sources_from_tree "$from" "$src" "${patches[@]}"
 	# The commits again, each added file from its source.
-	if [[ ! -d $scratch ]]; then
-		git -C "$repo" worktree prune
-		git -C "$repo" worktree add -q --detach "$scratch" cfsb-base
-	fi
+	base_worktree "$repo" "$scratch"
 	tree_reset_to_base "$scratch" clean
 	remake_commits "$from" "$scratch" "$src" "${commits[@]}"
 	tmp=$(mktemp -d)
@@ -310,7 +307,7 @@ cmd_export() {
 	check_sources "$patch_dir"
 	# The patched tree's work is in the series now: it takes the series.
 	if [[ $from -ef $ptree ]]; then
-		echo "exported $(git -C "$ptree" rev-parse HEAD)" >"$(git -C "$ptree" rev-parse --absolute-git-dir)/cfsb-series"
+		mark_series_exported "$ptree"
 		mapfile -t patches < <(series_files)
 		prepare_series_tree "$repo" "$ptree" patched 0 clean "nerdctl $NERDCTL_VERSION" "${0##*/} export" "${patches[@]}"
 	fi
