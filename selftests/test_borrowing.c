@@ -621,11 +621,13 @@ TEST_F(borrowing, debt_above_quota_throttles_then_is_paid)
 
 static long longest_stall(const struct bcg_threads *t)
 {
-	long max = 0;
+	long max = 0, stall;
 	int i;
 
-	for (i = 0; i < t->nr; i++)
-		max = bcg_thread_stall_usec(t, i) > max ? bcg_thread_stall_usec(t, i) : max;
+	for (i = 0; i < t->nr; i++) {
+		stall = bcg_thread_stall_usec(t, i);
+		max = stall > max ? stall : max;
+	}
 	return max;
 }
 
