@@ -98,7 +98,7 @@ check_sources() {
 	local -a patches
 	mapfile -t patches < <(series_files "$1")
 	check_series_sources "$1/src" "${0##*/} export" "${patches[@]}" ||
-		die "the series in $1 is stale against nerdctl-patch/src"
+		die "the series in $1 is stale against $1/src"
 }
 
 if [[ $cmd == check-sources ]]; then
