@@ -13,7 +13,7 @@
  * did since its last boundary (the line it formatted). The work ends at a
  * boundary: the thread blocks, reads or writes any other file (a socket, a
  * file of its own) but the runtime's (the Go scheduler's eventfd or pipe),
- * reads nothing from the container's FIFO, or has run DAEMON_EVIDENCE_NS
+ * reads nothing from the container's FIFO, or has run evidence_ns
  * without new evidence. So an image pull, a stats request or a `logs`
  * reader that a thread serves after a container's line is nobody's,
  * whichever container it served before.
@@ -30,6 +30,9 @@
 #include "borrowd.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+/* The thread rule's budget per piece of evidence; the agent sets it. */
+const volatile __u64 evidence_ns = DAEMON_EVIDENCE_US * 1000ULL;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -123,8 +126,8 @@ static void daemon_time(struct thread_work *t, __u64 ns)
 			t->client = 0;
 	}
 	t->unclaimed += ns - mine;
-	if (t->unclaimed > DAEMON_EVIDENCE_NS)
-		t->unclaimed = DAEMON_EVIDENCE_NS;
+	if (t->unclaimed > evidence_ns)
+		t->unclaimed = evidence_ns;
 }
 
 /* A boundary: what the thread does next is nobody's until new evidence. */
@@ -145,7 +148,7 @@ static void daemon_evidence(struct thread_work *t, __u32 client, bool write)
 			__sync_fetch_and_add(sum, t->unclaimed);
 	}
 	t->client = client;
-	t->left = DAEMON_EVIDENCE_NS;
+	t->left = evidence_ns;
 	t->unclaimed = 0;
 }
 

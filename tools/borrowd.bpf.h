@@ -10,11 +10,13 @@
 #define MAX_THREADS	65536
 /*
  * The thread rule: how long a daemon thread may run for a client on one
- * piece of evidence (a line read from its FIFO, a write to its log file).
- * A line takes microseconds; this bounds what a thread that goes on to
- * other work without blocking or touching a file can charge a client.
+ * piece of evidence (a line read from its FIFO, a write to its log file),
+ * by default (borrowd --evidence-us). A line takes microseconds; this
+ * bounds what a thread that goes on to other work without blocking or
+ * touching a file can charge a client.
  */
-#define DAEMON_EVIDENCE_NS	(5 * 1000 * 1000ULL)
+#define DAEMON_EVIDENCE_US	5000
+#define DAEMON_EVIDENCE_US_MAX	100000
 
 /*
  * A worker process (by tgid): the CPU time its threads ran, in ns. Once a

@@ -44,6 +44,9 @@
 #define DEFAULT_CONFIG	"/etc/borrowd.conf"
 #define DEFAULT_PACE_STATE	"/run/borrowd/paced"
 #define DEFAULT_QUOTA_STATE	"/run/borrowd/quota"
+/* A number in a string literal (the usage text's defaults). */
+#define STR_(x)	#x
+#define STR(x)	STR_(x)
 
 /* How charges are paid: the kernel's file, or lowered quotas. */
 enum { MODE_AUTO, MODE_KERNEL, MODE_QUOTA };
@@ -78,6 +81,7 @@ static struct {
 	bool verbose;
 	bool pace;
 	long pace_periods;
+	long evidence_us;
 	bool resume;
 	int mode;
 	double duration;
@@ -91,6 +95,7 @@ static struct {
 	.engine_podman = true, .engine_containerd = true,
 	.pid_form = true,
 	.pace_periods = 2,
+	.evidence_us = DAEMON_EVIDENCE_US,
 	.pace_state = DEFAULT_PACE_STATE,
 	.quota_state = DEFAULT_QUOTA_STATE,
 };
@@ -116,10 +121,11 @@ void msg(const char *fmt, ...)
 
 static const char usage_text[] =
 "Usage: borrowd [--config FILE] [--worker PID:CGROUP]... [--engines LIST]\n"
-"               [--daemon PID|NAME|PATH]... [--pod-logs DIR] [--interval-ms MS]\n"
-"               [--scan-ms MS] [--mode auto|kernel|quota] [--quota-state FILE]\n"
-"               [--pace] [--pace-periods N] [--pace-state FILE]\n"
-"               [--no-worker-pid] [--stats FILE] [--duration SEC] [--verbose]\n"
+"               [--daemon PID|NAME|PATH]... [--pod-logs DIR] [--evidence-us US]\n"
+"               [--interval-ms MS] [--scan-ms MS] [--mode auto|kernel|quota]\n"
+"               [--quota-state FILE] [--pace] [--pace-periods N]\n"
+"               [--pace-state FILE] [--no-worker-pid] [--stats FILE]\n"
+"               [--duration SEC] [--verbose]\n"
 "       borrowd [--config FILE] [--pace-state FILE] [--quota-state FILE] --resume\n"
 "\n"
 "Charges the CPU time of worker processes to their clients' cgroups. A BPF\n"
@@ -147,6 +153,10 @@ static const char usage_text[] =
 "  --pod-logs DIR       kubelet's links to pods' log files (NAME-ID.log):\n"
 "                       a daemon's write to one is work for container ID\n"
 "                       (default /var/log/containers)\n"
+"  --evidence-us US     a daemon thread's work for a container ends once it\n"
+"                       has run US microseconds (default " STR(DAEMON_EVIDENCE_US) ") since it\n"
+"                       last read the container's output or wrote its\n"
+"                       log; what it does past that is nobody's\n"
 "  --mode MODE          auto (default): kernel where the kernel has\n"
 "                       cpu.cfs.borrowing_us, quota otherwise; or force one\n"
 "  --quota-state FILE   quota mode: the quotas it lowered, for the\n"
@@ -1474,17 +1484,22 @@ static int set_engines(const char *val)
 	return 0;
 }
 
-static int set_ms(const char *val, long *ms)
+static int set_long(const char *val, long min, long max, long *out)
 {
 	char *end;
 	long v;
 
 	errno = 0;
 	v = strtol(val, &end, 10);
-	if (errno || *end || end == val || v < 1 || v > 60000)
+	if (errno || *end || end == val || v < min || v > max)
 		return -EINVAL;
-	*ms = v;
+	*out = v;
 	return 0;
+}
+
+static int set_ms(const char *val, long *ms)
+{
+	return set_long(val, 1, 60000, ms);
 }
 
 static int set_bool(const char *val, bool *b)
@@ -1526,6 +1541,8 @@ static int set(const char *key, const char *val)
 		return set_bool(val, &opt.pace);
 	if (!strcmp(key, "pace_periods"))
 		return set_ms(val, &opt.pace_periods);
+	if (!strcmp(key, "evidence_us"))
+		return set_long(val, 10, DAEMON_EVIDENCE_US_MAX, &opt.evidence_us);
 	if (!strcmp(key, "pace_state"))
 		return set_path(val, opt.pace_state, sizeof(opt.pace_state));
 	if (!strcmp(key, "daemon"))
@@ -1615,6 +1632,7 @@ static const struct option long_opts[] = {
 	{ "pace", no_argument, NULL, 'p' },
 	{ "pace-periods", required_argument, NULL, 'N' },
 	{ "pod-logs", required_argument, NULL, 'L' },
+	{ "evidence-us", required_argument, NULL, 'E' },
 	{ "pace-state", required_argument, NULL, 'S' },
 	{ "resume", no_argument, NULL, 'R' },
 	{ "mode", required_argument, NULL, 'M' },
@@ -1644,7 +1662,7 @@ static int parse_args(int argc, char **argv)
 		return ret;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:pN:L:S:RM:Q:T:",
+	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:pN:L:E:S:RM:Q:T:",
 				long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -1669,6 +1687,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'L':
 			key = "pod_logs";
+			break;
+		case 'E':
+			key = "evidence_us";
 			break;
 		case 'S':
 			key = "pace_state";
@@ -1915,7 +1936,16 @@ int main(int argc, char **argv)
 		msg("out of memory");
 		return 1;
 	}
-	skel = borrowd_bpf__open_and_load();
+	skel = borrowd_bpf__open();
+	if (skel) {
+		skel->rodata->evidence_ns = opt.evidence_us * 1000ULL;
+		ret = borrowd_bpf__load(skel);
+		if (ret) {
+			borrowd_bpf__destroy(skel);
+			skel = NULL;
+			errno = -ret;
+		}
+	}
 	if (!skel) {
 		msg("cannot load the BPF program: %s (needs root and a kernel with "
 		    "BPF_SYSCALL and tracepoints)", strerror(errno));

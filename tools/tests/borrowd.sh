@@ -115,7 +115,8 @@ host_tests() {
 	local a
 	for a in "--interval-ms 0" "--interval-ms x" "--scan-ms -1" "--engines docker" \
 		"--worker 0:/x" "--worker abc" "--worker 1:" "--duration 0" "--bogus" "extra" \
-		"--daemon a/b" "--daemon waytoolongprocessname" "--pod-logs relative/dir"; do
+		"--daemon a/b" "--daemon waytoolongprocessname" "--pod-logs relative/dir" \
+		"--evidence-us 9" "--evidence-us 100001" "--evidence-us 1ms"; do
 		# shellcheck disable=SC2086 # split on purpose
 		run $a
 		check "borrowd $a: exit 2" '[[ $rc -eq 2 ]]'
@@ -356,6 +357,7 @@ guest_tests() {
 	kill -TERM "$bpid"
 	wait "$bpid"
 	thread_rule_tests
+	thread_rule_tests 2000
 	pod_log_tests
 	pace_tests
 	pace_ancestor_tests
@@ -372,7 +374,7 @@ guest_tests() {
 # request) and spends 4 ms, work for nobody's container. It keeps its own
 # account by the rule's definition (its thread CPU time from one read to
 # the next goes to the client of the first; from a request's, to "u") and
-# prints it, in us, when it gets SIGTERM.
+# prints it, in us, when it gets SIGTERM, with its reads of each ("n_a").
 daemon_py='
 import json, os, select, signal, sys, time
 names = sys.argv[1:5:2]
@@ -382,6 +384,7 @@ fds[requests] = "u"
 log = os.open(sys.argv[6], os.O_RDONLY)
 cost = {names[0]: 0.003, names[1]: 0.001, "u": 0.004}
 spent = dict.fromkeys(cost, 0.0)
+reads = dict.fromkeys(cost, 0)
 stop = []
 signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
 cur, last = None, time.thread_time()
@@ -398,6 +401,7 @@ while not stop:
         cur = fds[fd]
         if not os.read(fd, 65536):
             continue
+        reads[cur] += 1
         if cur == "u":
             os.lseek(log, 0, os.SEEK_SET)
             os.read(log, 65536)
@@ -407,11 +411,19 @@ while not stop:
 now = time.thread_time()
 if cur:
     spent[cur] += now - last
-print(json.dumps({n: int(v * 1e6) for n, v in spent.items()}))
+print(json.dumps({**{n: int(v * 1e6) for n, v in spent.items()}, **{"n_" + n: v for n, v in reads.items()}}))
 '
 
+# thread_rule_tests [EVIDENCE_US]: with borrowd --evidence-us EVIDENCE_US
+# (below a's 3 ms per read, above b's 1 ms), a is charged no more than
+# that per read.
 thread_rule_tests() {
-	local ida=aaaaaaaaaaaa0001 idb=bbbbbbbbbbbb0002 g w dpid bpid task=$tmp/run/containerd/io.containerd.runtime.v2.task/default
+	local evidence=${1:-} g w dpid bpid task=$tmp/run/containerd/io.containerd.runtime.v2.task/default
+	# (Another pair of containers, and files, per run.)
+	local t=${evidence:-0000}
+	local ida=aaaa${t}aaaa0001 idb=bbbb${t}bbbb0002
+	local args=(--engines none --scan-ms 200)
+	[[ -z $evidence ]] || args+=(--evidence-us "$evidence")
 	local -A before=() after=() writer=()
 	# The FIFOs where dockerd keeps them, a directory per container.
 	local fifo=$tmp/run/docker/containerd
@@ -425,9 +437,9 @@ thread_rule_tests() {
 	local logdir=/var/lib/docker/containers/$ida
 	mkdir -p "$logdir"
 	echo line >"$logdir/$ida-json.log"
-	mkfifo "$tmp/requests"
+	mkfifo "$tmp/requests$t"
 	python3 -c "$daemon_py" a "$fifo/$ida/init-stdout" b "$fifo/$idb/init-stdout" \
-		"$tmp/requests" "$logdir/$ida-json.log" >"$tmp/daemon.out" &
+		"$tmp/requests$t" "$logdir/$ida-json.log" >"$tmp/daemon$t.out" &
 	dpid=$!
 	pids+=("$dpid")
 	echo "$dpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
@@ -436,11 +448,11 @@ thread_rule_tests() {
 	# containers whose init is the writer (containerd's layout). They start
 	# when borrowd has found the daemon's FIFOs.
 	for g in $ida $idb; do
-		mkfifo "$tmp/tick-$g"
+		mkfifo "$tmp/tick$t-$g"
 		bash -c 'echo $BASHPID >"$1/cgroup.procs"; exec 9<>"$3" >"$2"
 			while [[ ! -e $4 ]]; do read -r -t 0.05 -u 9; done
 			while :; do echo line; read -r -t 0.01 -u 9; done' \
-			_ "$(cpu_root)/cgbd-$g" "$fifo/$g/init-stdout" "$tmp/tick-$g" "$tmp/go" &
+			_ "$(cpu_root)/cgbd-$g" "$fifo/$g/init-stdout" "$tmp/tick$t-$g" "$tmp/go$t" &
 		writer[$g]=$!
 		pids+=("$!")
 		mkdir -p "$task/$g"
@@ -448,22 +460,23 @@ thread_rule_tests() {
 	done
 	# The third party: a request every 10 ms, from a group of its own.
 	make_group cgbd-third
-	mkfifo "$tmp/tick-third"
+	mkfifo "$tmp/tick-third$t"
 	bash -c 'echo $BASHPID >"$1/cgroup.procs"; exec 9<>"$3" >"$2"
 		while [[ ! -e $4 ]]; do read -r -t 0.05 -u 9; done
 		while :; do echo request; read -r -t 0.01 -u 9; done' \
-		_ "$(cpu_root)/cgbd-third" "$tmp/requests" "$tmp/tick-third" "$tmp/go" &
+		_ "$(cpu_root)/cgbd-third" "$tmp/requests$t" "$tmp/tick-third$t" "$tmp/go$t" &
 	writer[third]=$!
 	pids+=("$!")
-	start_borrowd "$tmp/borrowd3.log" --engines none --daemon "$dpid" --scan-ms 200
-	wait_for "$tmp/borrowd3.log" "container bbbbbbbbbbbb go" && wait_for "$tmp/borrowd3.log" "container aaaaaaaaaaaa go" &&
+	start_borrowd "$tmp/borrowd3-$t.log" "${args[@]}" --daemon "$dpid"
+	wait_for "$tmp/borrowd3-$t.log" "container ${idb:0:12} go" && wait_for "$tmp/borrowd3-$t.log" "container ${ida:0:12} go" &&
 		rc=0 || rc=1
-	out=$(cat "$tmp/borrowd3.log")
-	check "--daemon: the daemon's FIFOs map to the containers' groups" '[[ $rc -eq 0 ]]'
+	out=$(cat "$tmp/borrowd3-$t.log")
+	[[ -n $evidence ]] ||
+		check "--daemon: the daemon's FIFOs map to the containers' groups" '[[ $rc -eq 0 ]]'
 	for g in $ida $idb; do before[$g]=$(charged "cgbd-$g"); done
 	local r0 r1
 	r0=$(runtime "$dpid")
-	touch "$tmp/go"
+	touch "$tmp/go$t"
 	sleep 3
 	kill -STOP "${writer[$ida]}" "${writer[$idb]}" "${writer[third]}"
 	# The daemon reads what is left and waits in select().
@@ -476,9 +489,20 @@ thread_rule_tests() {
 	kill -CONT "${writer[$ida]}" "${writer[$idb]}" "${writer[third]}"
 	wait "$dpid"
 	rm -rf "$logdir"
-	out=$(cat "$tmp/daemon.out")
+	out=$(cat "$tmp/daemon$t.out")
 	local ca=$((after[$ida] - before[$ida])) cb=$((after[$idb] - before[$idb])) cpu=$(((r1 - r0) / 1000))
-	info "thread rule: daemon CPU ${cpu} us; charged a ${ca} us, b ${cb} us; the daemon's own account: $out"
+	info "thread rule${evidence:+ (--evidence-us $evidence)}: daemon CPU ${cpu} us; charged a ${ca} us, b ${cb} us; the daemon's own account: $out"
+	if [[ -n $evidence ]]; then
+		# a's reads take 3 ms and more: each is charged the read itself and
+		# the budget, the rest is nobody's (measured: 1.03 times the budget
+		# per read; with the default budget, 1.75).
+		local per
+		per=$(python3 -c "import json; d = json.loads('$out'); print(f'{$ca / max(d[\"n_a\"], 1) / $evidence:.2f}')")
+		info "thread rule (--evidence-us $evidence): a charged $per times the budget per read"
+		check "--evidence-us $evidence: a read that takes longer is charged the budget (0.8 to 1.25 times it per read) and b is charged" \
+			'python3 -c "import sys; sys.exit(not (0.8 <= $per <= 1.25 and $cb > 0))"'
+		return
+	fi
 	# (Not 3 times: the interpreter's own time per read goes to both.)
 	check "the client whose reads cost more is charged more (3 ms vs 1 ms per read)" '[[ $ca -gt $cb && $cb -gt 0 ]]'
 	local share
