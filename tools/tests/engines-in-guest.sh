@@ -9,7 +9,8 @@
 # events/s against sysbench alone.
 #
 #   engines-in-guest.sh [--seconds N] [--quota-ms MS] [--modes off,borrowd,pace]
-#                       [--tap] [--csv FILE] [--progress FILE] ENGINE...
+#                       [--evidence-us US] [--tap] [--csv FILE] [--progress FILE]
+#                       ENGINE...
 #
 # The container's group is its init process's (/proc/PID/cgroup: v2's
 # line, v1's cpu controller's), the process from the engine's metadata;
@@ -29,6 +30,9 @@
 # --quota-ms MS: the flooding container's quota per 100 ms (default 50). At
 # 50 the worker's fair share of the CPU next to the neighbour is about the
 # quota anyway; below it, a paced worker leaves the neighbour more.
+#
+# --evidence-us US: borrowd's budget per piece of evidence for the thread
+# rule (docker and cri; borrowd --evidence-us), instead of its default.
 #
 # --csv FILE: the rows as CSV too (CPU times in µs, for
 # experiments/noisy_logging.sh's engines part; charging and quota_writes,
@@ -64,7 +68,7 @@
 # daemon cannot be paused for one client).
 set -uo pipefail
 
-secs=10 tap=0 modes_arg="" csv="" progress_file="" quota_ms=50
+secs=10 tap=0 modes_arg="" csv="" progress_file="" quota_ms=50 daemon_args=()
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--modes) modes_arg=$2; shift 2 ;;
@@ -72,6 +76,7 @@ while [[ $# -gt 0 ]]; do
 	--quota-ms)
 		[[ $2 =~ ^[1-9][0-9]?$ ]] || { echo "--quota-ms takes 1 to 99" >&2; exit 2; }
 		quota_ms=$2; shift 2 ;;
+	--evidence-us) daemon_args=(--evidence-us "$2"); shift 2 ;;
 	--tap) tap=1; shift ;;
 	--csv) csv=$2; shift 2 ;;
 	--progress) progress_file=$2; shift 2 ;;
@@ -306,7 +311,8 @@ measure() {
 		local args=(--engines none)
 		[[ $engine == podman ]] && args=(--engines podman --scan-ms 200)
 		[[ $engine == nerdctl ]] && args=(--engines containerd --scan-ms 200)
-		[[ -n ${SHARED_DAEMON[$engine]:-} ]] && args+=(--daemon "${SHARED_DAEMON[$engine]}" --scan-ms 200)
+		[[ -n ${SHARED_DAEMON[$engine]:-} ]] &&
+			args+=(--daemon "${SHARED_DAEMON[$engine]}" --scan-ms 200 "${daemon_args[@]}")
 		[[ $engine == cri ]] && args+=(--pod-logs "$CS_POD_LOG_LINKS")
 		[[ $mode == pace ]] && args+=(--pace)
 		taskset -c 1 "$tools/borrowd" "${args[@]}" --stats "$stats" >"$log" 2>&1 &
@@ -378,20 +384,27 @@ measure() {
 # flood through it side by side (on CPU 0, with the daemon), each charged
 # by what the daemon spent for it, per byte of its log the same within
 # 15 %; then a third party drives the daemon's other work from CPU 1 (an
-# image exported over its API, or taken in, again and again: the
-# daemon's threads tar or hash it between the containers' lines), and the
-# daemon's CPU per byte grows by a tenth or more (the check's positive
-# control: the third party loaded the daemon), of which the containers'
-# charge per byte takes less than a third (all of it: the old rule, where
-# the last container a thread read for paid for what it did next).
+# image exported over its API again and again, or an endless stream taken
+# in: the daemon's threads tar or hash it between the containers' lines),
+# and the daemon's CPU per byte grows by a tenth or more (the check's
+# positive control: the third party loaded the daemon), of which the
+# containers' charge per byte takes less than all (the target: a third;
+# all of it: the old rule, where the last container a thread read for
+# paid for what it did next).
 docker_logfile() { echo "/var/lib/docker/containers/$1/$1-json.log"; }
 cri_logfile() { echo "$CS_STATE/pods/$2/$2/0.log"; }
-docker_export() { "$docker" save "$(docker_image sysbench)" >/dev/null; }
+# ENGINE_third_party: the third party's requests, until killed.
+docker_third_party() {
+	while :; do "$docker" save "$(docker_image sysbench)" >/dev/null; done
+}
 # (containerd's image export assembles the tar in ctr, the client; an
-# ingest has containerd itself take in and hash the image again.)
-cri_export() {
+# ingest has containerd itself take in and hash what it is sent: here an
+# endless stream of zeros, which ctr sends as fast as containerd takes it.
+# A ctr per image spent most of CPU 1 starting up and reading the image,
+# and containerd's CPU per byte logged rose by 6 to 9 % only.)
+cri_third_party() {
 	ctr --address /run/containerd/containerd.sock -n k8s.io content ingest \
-		"split-$RANDOM" <"$CS_IMAGES/sysbench.tar" >/dev/null 2>&1
+		"split-$BASHPID" </dev/zero >/dev/null 2>&1
 }
 # split_sample: into SPLIT, "DAEMON_NS CHARGED_X BYTES_X CHARGED_Y BYTES_Y".
 split_sample() {
@@ -420,7 +433,7 @@ split() {
 		split_dir[$g]=$GROUP_DIR split_group[$g]=$GROUP split_log[$g]=$("${engine}_logfile" "$id" "split-$g")
 	done
 	wpid=$("${engine}_worker" "$id")
-	local args=(--engines none --daemon "${SHARED_DAEMON[$engine]}" --scan-ms 200)
+	local args=(--engines none --daemon "${SHARED_DAEMON[$engine]}" --scan-ms 200 "${daemon_args[@]}")
 	[[ $engine == cri ]] && args+=(--pod-logs "$CS_POD_LOG_LINKS")
 	taskset -c 1 "${BORROWD:-$tools/borrowd}" "${args[@]}" --stats "$stats" >"$log" 2>&1 &
 	bpid=$!
@@ -436,13 +449,20 @@ split() {
 	s1=$SPLIT
 	# (Two at a time: one leaves the daemon idle while its client waits.)
 	for i in 1 2; do
-		( taskset -cp 1 "$BASHPID" >/dev/null; while :; do "${engine}_export"; done ) &
+		( taskset -cp 1 "$BASHPID" >/dev/null; "${engine}_third_party" ) &
 		third+=("$!")
 	done
 	cs_nap "$secs"
 	split_sample
 	s2=$SPLIT
-	kill "${third[@]}"
+	# The third parties and what they run (stopped first: no new request
+	# between the two lists).
+	kill -STOP "${third[@]}"
+	for i in "${third[@]}"; do
+		mapfile -t -O "${#third[@]}" third < <(pgrep -P "$i")
+	done
+	kill "${third[@]}" 2>/dev/null
+	kill -CONT "${third[@]}" 2>/dev/null
 	wait "${third[@]}" 2>/dev/null
 	kill -TERM "$bpid"
 	wait "$bpid"
@@ -470,10 +490,13 @@ ok1 = min(min(r[2], r[4]) for r in w) > 0 and abs(x0 / max(y0, 1e-9) - 1) < 0.15
 extra = d1 - d0
 took = (c1 - c0) / 1000 / max(extra, 1e-9)
 # Less than all of it: the rule before the evidence bound charged it all
-# (111 % with Docker). The target, under a third, is not met by the
-# evidence budget yet (CPU-bound work that a thread does for the third
-# party within 5 ms of a container's line goes to that container: 10 to
-# 75 % measured); it is reported, not checked.
+# (111 % with Docker). The target, under a third, is reported, not
+# checked: CPU-bound work that a thread does for the third party within
+# the evidence budget (5 ms) of a container's line goes to that container.
+# On the instruction clock: Docker 12 to 18 % (4 boots), CRI 18 and 51 %
+# (2 boots); on the wall clock, where a thread's run counts the other
+# vCPU's turns, 10 to 82 %. A budget of 1 ms left Docker's at 16 % (one
+# boot).
 ok2 = d1 > 1.1 * d0 and took < 1
 print(int(ok1), int(ok2), f"{x0 / max(y0, 1e-9):.2f}/{x1 / max(y1, 1e-9):.2f}", f"{100 * took:.0f}", f"{d1 / max(d0, 1e-9):.2f}")
 PY
