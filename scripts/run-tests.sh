@@ -47,7 +47,10 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      either kernel, in one run out of three or so).
      The upstream results are listed; the comparison is what counts.
   7. the tools (tools/): built with -Werror; cgborrow's and borrowd's
-     argument and config errors on the host; in the guest, on the patched
+     argument and config errors on the host; on the host too, the scan for
+     containerd's loggers with real processes (make -C tools check-scan:
+     each found, an impostor not, each process's files read once per scan
+     whatever the number of containers); in the guest, on the patched
      kernel (v2 and v1): cgborrow's charges, cpu.stat, cgset/cgget on the
      file, the kernel's errors and permissions; borrowd charging a busy
      worker's CPU time to its client (within 1 %), by hand and through
@@ -354,6 +357,7 @@ tools_build | tee "$results/tools-build.tap"
 "$CFSB_ROOT/tools/tests/cgborrow.sh" host >"$results/tools-host.tap" 2>&1 || true
 "$CFSB_ROOT/tools/tests/borrowd.sh" host >"$results/tools-host-borrowd.tap" 2>&1 || true
 make -s -C "$CFSB_ROOT/tools" check >"$results/tools-quota-unit.tap" 2>&1 || true
+make -s -C "$CFSB_ROOT/tools" check-scan >"$results/tools-scan-unit.tap" 2>&1 || true
 log "tools: patched kernel, cgroup v2 and v1; stock kernel, cgroup v2 and v1"
 for cg in v2 v1; do
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup "$cg" -- \
@@ -506,7 +510,8 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/build-each.tap" "$results/kunit-i386.tap" "$results/patched-v2-4cpus/borrowing.tap" \
 	"$results/nerdctl-unit.tap" "$results/export.tap" "$results"/containers-*.tap \
 	"$results/tools-build.tap" "$results/tools-host.tap" "$results/tools-host-borrowd.tap" \
-	"$results/tools-quota-unit.tap" "$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
+	"$results/tools-quota-unit.tap" "$results/tools-scan-unit.tap" \
+	"$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
 	"$results"/tools-stock-v{2,1}/{cgborrow,borrowd}-stock.tap "$results/tools-engines.tap" \
 	"$results/tools-engines-stock.tap" \
 	"$results/noisy_logging.tap" "$results/study-check.tap" "${target_summary_files[@]}"

@@ -329,6 +329,49 @@ static pid_t pid_file_process(const char *path, struct bcg_proc *p)
 }
 
 /*
+ * Every process's parent, read once per scan: a scan looks for each
+ * containerd container's logger among its shim's children, and reading
+ * every process's stat per container made a scan's cost the product of
+ * the two counts.
+ */
+struct proc_index {
+	struct { pid_t pid, ppid; } *proc;
+	int n, cap;
+	bool built;
+};
+
+static void proc_index_build(struct proc_index *ix)
+{
+	struct bcg_proc p;
+	struct dirent *de;
+	pid_t pid;
+	DIR *proc;
+
+	ix->built = true;
+	proc = opendir("/proc");
+	if (!proc)
+		return;
+	while ((de = readdir(proc))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = (pid_t)strtol(de->d_name, NULL, 10);
+		if (bcg_proc_stat(pid, &p) || p.ppid <= 1)
+			continue;
+		if (bcg_grow((void **)&ix->proc, &ix->cap, ix->n + 1,
+			     sizeof(*ix->proc)))
+			break;
+		ix->proc[ix->n].pid = pid;
+		ix->proc[ix->n++].ppid = p.ppid;
+	}
+	closedir(proc);
+}
+
+static void proc_index_free(struct proc_index *ix)
+{
+	free(ix->proc);
+}
+
+/*
  * A binary logger of containerd (as nerdctl's) is started by the
  * container's shim, with CONTAINER_ID and CONTAINER_NAMESPACE in its
  * environment. Anyone can set those: what the kernel vouches for decides.
@@ -337,18 +380,16 @@ static pid_t pid_file_process(const char *path, struct bcg_proc *p)
  * processes a tenant starts (runc exec's also are the shim's children) are
  * in a container's cgroup.
  */
-static pid_t find_logger(const char *ns, const char *id, pid_t init,
-			 pid_t shim)
+static pid_t find_logger(struct proc_index *ix, const char *ns,
+			 const char *id, pid_t init, pid_t shim)
 {
 	/* Environments can be long; the shim's variables come last. */
 	static char buf[65536];
-	char want_id[160], want_ns[160], path[300];
+	char want_id[160], want_ns[160], path[64];
 	char shim_cg[4096], cg[4096];
 	bool has_id, has_ns;
 	struct bcg_proc p;
-	struct dirent *de;
-	pid_t found = 0, pid;
-	DIR *proc;
+	pid_t pid;
 	ssize_t n;
 
 	if (shim <= 1)
@@ -358,33 +399,29 @@ static pid_t find_logger(const char *ns, const char *id, pid_t init,
 		return 0;
 	snprintf(want_id, sizeof(want_id), "CONTAINER_ID=%s", id);
 	snprintf(want_ns, sizeof(want_ns), "CONTAINER_NAMESPACE=%s", ns);
-	proc = opendir("/proc");
-	if (!proc)
-		return 0;
-	while (!found && (de = readdir(proc))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+	if (!ix->built)
+		proc_index_build(ix);
+	for (int i = 0; i < ix->n; i++) {
+		pid = ix->proc[i].pid;
+		/* (Its parent again: the pid may be another's since the index.) */
+		if (ix->proc[i].ppid != shim || pid == init ||
+		    bcg_proc_stat(pid, &p) || p.ppid != shim)
 			continue;
-		pid = (pid_t)strtol(de->d_name, NULL, 10);
-		if (pid == init || bcg_proc_stat(pid, &p) || p.ppid != shim)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cgroup", de->d_name);
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
 		if (bcg_read_file(path, cg, sizeof(cg)) <= 0 || strcmp(cg, shim_cg))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/environ", de->d_name);
+		snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
 		n = bcg_read_file(path, buf, sizeof(buf));
-		if (n <= 0)
-			continue;
 		has_id = false;
 		has_ns = false;
-		for (char *e = buf; e < buf + n; e += strlen(e) + 1) {
+		for (char *e = buf; n > 0 && e < buf + n; e += strlen(e) + 1) {
 			has_id |= !strcmp(e, want_id);
 			has_ns |= !strcmp(e, want_ns);
 		}
 		if (has_id && has_ns)
-			found = pid;
+			return pid;
 	}
-	closedir(proc);
-	return found;
+	return 0;
 }
 
 /* Where an engine records a container's init process (and its worker). */
@@ -412,6 +449,7 @@ int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
 			void *arg)
 {
 	char pattern[PATH_MAX], ns[128], wpath[PATH_MAX];
+	struct proc_index ix = { 0 };
 	struct bcg_proc init, w;
 	struct bcg_container c;
 	int ret = 0;
@@ -448,7 +486,8 @@ int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
 					c.worker_pid = 0;
 			} else if (engines[e].logger) {
 				path_component(file, 3, ns, sizeof(ns));
-				c.worker_pid = find_logger(ns, c.id, c.init_pid, init.ppid);
+				c.worker_pid = find_logger(&ix, ns, c.id, c.init_pid,
+							   init.ppid);
 				if (c.worker_pid && bcg_proc_stat(c.worker_pid, &w))
 					c.worker_pid = 0;
 			}
@@ -458,6 +497,7 @@ int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
 		}
 		globfree(&gl);
 	}
+	proc_index_free(&ix);
 	return ret;
 }
 
