@@ -380,8 +380,10 @@ static void proc_index_free(struct proc_index *ix)
  * processes a tenant starts (runc exec's also are the shim's children) are
  * in a container's cgroup.
  */
+/* The logger's pid (its stat into LOGGER), or 0. */
 static pid_t find_logger(struct proc_index *ix, const char *ns,
-			 const char *id, pid_t init, pid_t shim)
+			 const char *id, pid_t init, pid_t shim,
+			 struct bcg_proc *logger)
 {
 	/* Environments can be long; the shim's variables come last. */
 	static char buf[65536];
@@ -418,8 +420,10 @@ static pid_t find_logger(struct proc_index *ix, const char *ns,
 			has_id |= !strcmp(e, want_id);
 			has_ns |= !strcmp(e, want_ns);
 		}
-		if (has_id && has_ns)
+		if (has_id && has_ns) {
+			*logger = p;
 			return pid;
+		}
 	}
 	return 0;
 }
@@ -487,9 +491,7 @@ int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
 			} else if (engines[e].logger) {
 				path_component(file, 3, ns, sizeof(ns));
 				c.worker_pid = find_logger(&ix, ns, c.id, c.init_pid,
-							   init.ppid);
-				if (c.worker_pid && bcg_proc_stat(c.worker_pid, &w))
-					c.worker_pid = 0;
+							   init.ppid, &w);
 			}
 			if (c.worker_pid)
 				c.worker_start = w.start;
