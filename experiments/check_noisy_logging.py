@@ -61,7 +61,8 @@ RATIO_NOISE = 0.01
 CMD2_GAIN = 0.05
 # The N = 1 overhead: a regression is a delta whose 95 % interval lies
 # wholly below -TARGET_OVERHEAD_PCT, or without an interval (one boot per
-# kernel) a delta below -OVERHEAD_NOISE_PCT (boots agree to 0.2 %).
+# kernel) a delta of the kernels' fastest runs below -OVERHEAD_NOISE_PCT
+# (boots agree to 0.2 %).
 OVERHEAD_NOISE_PCT = 0.5
 RATE = re.compile(r"events per second:\s*([0-9.]+)")
 
@@ -431,20 +432,45 @@ def check_process_vs_off(tap: Tap, summary: dict[str, Any]) -> None:
     )
 
 
-def check_overhead(tap: Tap, summary: dict[str, Any]) -> None:
+def fastest_runs(raw: Path) -> dict[str, dict[str, float]]:
+    """Per overhead comparison (the summary's keys), each kernel's fastest
+    N = 1 sysbench run."""
+    vms, _, _ = report.load_vms(raw)
+    out: dict[str, dict[str, float]] = {}
+    for vm in vms:
+        ev = [float(r["events_per_s"]) for r in report.read_csv(vm.dir / "exp2_runs.csv") if r["n"] == "1"]
+        if ev:
+            k = out.setdefault(f"{vm.hier} {vm.clock} {report.boot_kind(vm)}", {})
+            k[vm.kernel] = max(k.get(vm.kernel, 0.0), *ev)
+    return out
+
+
+def check_overhead(tap: Tap, summary: dict[str, Any], raw: Path) -> None:
+    # With one boot per kernel there is no interval: the kernels' fastest
+    # runs are compared (whatever else runs in a guest during a 1 s run
+    # only slows it; a slower kernel slows every run).
+    fastest = fastest_runs(raw)
+
     def no_regression() -> bool | str:
         bad = []
         for k, x in summary.get("overhead", {}).items():
             d, ci = x["delta_pct"], x.get("delta_ci_pct")
-            if (ci is not None and d + ci < -report.TARGET_OVERHEAD_PCT) or (
-                ci is None and d < -OVERHEAD_NOISE_PCT
-            ):
-                bad.append(f"{k}: {d:+.3f} % ± {ci if ci is None else round(ci, 3)}")
+            if ci is not None and d + ci < -report.TARGET_OVERHEAD_PCT:
+                bad.append(f"{k}: {d:+.3f} % ± {ci:.3f}")
+            if ci is None:
+                f = fastest.get(k, {})
+                if "stock" not in f or "patched" not in f:
+                    bad.append(f"{k}: no N = 1 runs under raw/")
+                    continue
+                fd = 100 * (f["patched"] - f["stock"]) / f["stock"]
+                if fd < -OVERHEAD_NOISE_PCT:
+                    bad.append(f"{k}: one boot, the fastest runs {fd:+.3f} % (the means {d:+.3f} %)")
         return first_bad(bad)
 
     tap.check(
         f"N = 1: the patched kernel is not slower than stock (the delta's 95 % interval not wholly below "
-        f"-{report.TARGET_OVERHEAD_PCT} %; one boot: the delta not below -{OVERHEAD_NOISE_PCT} %)",
+        f"-{report.TARGET_OVERHEAD_PCT} %; one boot: the fastest runs' delta not below "
+        f"-{OVERHEAD_NOISE_PCT} %)",
         no_regression,
     )
 
@@ -601,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = check_report(tap, args.dir)
     if summary is not None:
         check_process_vs_off(tap, summary)
-        check_overhead(tap, summary)
+        check_overhead(tap, summary, raw)
     check_plots(tap, args.dir, list(metas.values()))
     print(f"1..{tap.n}")
     return 1 if tap.failed else 0
