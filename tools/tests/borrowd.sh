@@ -752,12 +752,14 @@ pace_kill_tests() {
 # path; the new group is charged for what the worker ran since it was made
 # (and a round before, at most), not for the time it did not exist. The
 # worker's run time is read just before and just after the group is made
-# (making it takes seconds on a loaded host): the charge lies between half
-# of what it ran since the group was made and all it ran since just before,
-# plus a round. (In quota mode, borrowd's ledger of the new group starts at
+# (making it takes seconds on a loaded host), and just before and after
+# the charge is read (reading it takes a second there too): the charge lies
+# between half of what it ran from the group's making to the reading and
+# all it ran from just before the making to just after the reading, plus a
+# round. (In quota mode, borrowd's ledger of the new group starts at
 # 0 too: it is another group.)
 failed_charge_tests() {
-	local wpid bpid r0 ra r1 c1 due since rc
+	local wpid bpid r0 ra rb r1 c1 due since rc
 	make_group cgbd-regone 50000
 	spinner cgbd-worker
 	wpid=$spid
@@ -771,13 +773,14 @@ failed_charge_tests() {
 	make_group cgbd-regone 50000
 	ra=$(runtime "$wpid")
 	sleep 1
+	rb=$(runtime "$wpid")
 	c1=$(charged cgbd-regone)
 	r1=$(runtime "$wpid")
 	kill -TERM "$bpid"
 	wait "$bpid"
 	kill "$wpid"
 	out=$(cat "$tmp/regone.log")
-	got=$c1 due=$(((r1 - r0) / 1000)) since=$(((r1 - ra) / 1000))
+	got=$c1 due=$(((r1 - r0) / 1000)) since=$(((rb - ra) / 1000))
 	out=${out##*-> /cgbd-regone: }
 	info "failed charges: the new group charged $got us; the worker ran $since us since it was made, $due us since just before; ${out%%$'\n'*}"
 	check "a charge that failed (the group removed) is reported, and counted as failed at exit" \
