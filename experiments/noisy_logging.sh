@@ -18,7 +18,7 @@ Usage: ${0##*/} [--quick | --full] [--cgroup v1|v2|both] [--modes LIST]
                 [--boots N] [--overhead-boots N]
                 [--engines LIST] [--wall-clock] [--sysbench-burst] [--out DIR]
                 [--borrowd PATH] [--resume] [--report-only] [--estimate]
-                [--no-build]
+                [--no-build] [--vm-slots N]
 
 Builds what is missing (the stock and the patched kernel with their modules,
 the patched and the stock nerdctl, the tools, the images), then boots the
@@ -112,11 +112,14 @@ Options:
   --no-build     boot the kernels as they are built (no
                  scripts/kernel-build.sh: it fails if one is missing), and
                  build nerdctl only where its binary is missing
+  --vm-slots N   VMs at a time (default: 2, one per host CPU; 1 on a
+                 host with one): 1 leaves a CPU to other work (on the
+                 instruction clock the results do not depend on it)
 EOF
 }
 
 tier=quick HIERARCHIES=(v2 v1) modes=off,process,thread,incg,agent,agent-quota exp2_modes="" out=""
-report_only=0 resume=0 stock_modes=off,agent no_build=0 borrowd=""
+report_only=0 resume=0 stock_modes=off,agent no_build=0 borrowd="" vm_slots=2
 parts=exp1,exp2,throughput,overhead,engines exp2_n="" exp1_cmds="" exp1_quotas="" exp_opts=() wall=0
 boots="" ov_boots=""
 engines_arg="" estimate=0
@@ -142,6 +145,7 @@ while [[ $# -gt 0 ]]; do
 	--out) out=${2:?}; shift 2 ;;
 	--report-only) report_only=1; shift ;;
 	--resume) resume=1; shift ;;
+	--vm-slots) vm_slots=${2:?}; shift 2 ;;
 	--estimate) estimate=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
@@ -156,6 +160,7 @@ done
 STOCK_MODE_RE='(off|incg|agent|agent-quota)'
 [[ $stock_modes =~ ^$STOCK_MODE_RE(,$STOCK_MODE_RE)*$ ]] ||
 	die "--stock-modes takes a comma-separated list of off, incg, agent, agent-quota (stock nerdctl charges nothing)"
+[[ $vm_slots == [12] ]] || die "--vm-slots takes 1 or 2"
 [[ $parts =~ ^(exp1|exp2|throughput|overhead|engines)(,(exp1|exp2|throughput|overhead|engines))*$ ]] ||
 	die "--parts takes a comma-separated list of exp1, exp2, throughput, overhead, engines"
 if [[ -n $exp2_n ]]; then
@@ -403,12 +408,12 @@ reap() {
 	fi
 }
 
-# run_vms: every VM of vm_plan, two at a time (one per host CPU), each
-# started as a CPU frees; shows each one's cell and estimated remaining
+# run_vms: every VM of vm_plan, --vm-slots at a time (one per host CPU),
+# each started as a slot frees; shows each one's cell and estimated remaining
 # time (from the guest's progress file: planned seconds done and in all).
 run_vms() {
 	local t0 now line name did total label eta slot ncpu
-	ncpu=$(($(nproc) < 2 ? 1 : 2))
+	ncpu=$(($(nproc) < vm_slots ? $(nproc) : vm_slots))
 	for ((slot = 0; slot < ncpu; slot++)); do SLOT_FREE[slot]=1; done
 	mapfile -t queue < <(vm_plan)
 	if ((resume)); then

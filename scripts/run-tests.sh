@@ -4,6 +4,8 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
 
+# (The time of day in each step's line: the steps' times in a CI log.)
+log() { printf '[%s %s] %s\n' "${0##*/}" "$(date -u +%T)" "$*" >&2; }
 usage() {
 	cat <<EOF
 Usage: ${0##*/} [--results DIR] [--skip-build] [--targets none|auto|all]
@@ -94,6 +96,10 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      (from scratch, as measured on a loaded host: 7.2 30 minutes,
      arm64 37 and its root filesystem 7; each target's test_cpu about 10
      minutes per kernel), and runs every container section everywhere (5.).
+The VMs on the wall clock (3. to 7.) run one at a time: their timings are
+the host's. Those on the instruction clock (7.'s engines and stock-kernel
+tools suites, 8.'s study) run beside them from step 5 on, on the other
+host CPU, and two at a time after step 7 (icount-1.log, icount-2.log).
 TAP output of every suite is kept in the results directory (default
 results/tests).
 EOF
@@ -267,6 +273,19 @@ log "patched kernel, cgroup v2, 4 vCPUs: borrowing"
 "$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v2 --cpus 4 -- \
 	selftests/run-in-guest.sh "$results/patched-v2-4cpus" borrowing || true
 
+# tools_build: a TAP line for the tools' build (-Werror: a warning fails
+# it).
+tools_build() {
+	echo "TAP version 13"
+	if make -s -C "$CFSB_ROOT/tools" >"$results/tools-build.log" 2>&1; then
+		echo "ok 1 make -C tools (-Wall -Werror)"
+	else
+		echo "not ok 1 make -C tools (-Wall -Werror)"
+		sed 's/^/# /' "$results/tools-build.log" | tail -40
+	fi
+	echo "1..1"
+}
+
 # --- 5. the patched nerdctl ------------------------------------------------
 containers() {
 	local name=$1
@@ -286,6 +305,80 @@ log "nerdctl: unit tests"
 # The series' edit/export workflow (after the build: it needs the patched
 # tree).
 "$CFSB_ROOT/scripts/check-export.sh" | tee "$results/export.tap" || true
+# --- the instruction clock's VMs, beside the wall clock's ----------------
+# Each VM runs single-threaded TCG: one host CPU. The wall clock's VMs run
+# one at a time (their timings are the host's), so from here to the end of
+# step 7 a worker runs the instruction clock's VMs on the other CPU (a
+# guest on that clock counts its time in instructions, whatever the host's
+# load); when the wall clock's VMs are done a second worker joins. Each
+# job runs once: the first worker to claim it runs it.
+# The engines (patched kernel: borrowd's kernel mode; stock: its quota
+# mode, from its --stats) and the stock kernel's tools suites (quota mode,
+# v2 and v1) are on this clock because the quota mode's shares, its
+# watchdog's second and the thread rule's evidence budget are timings.
+# On the wall clock a single-threaded TCG guest runs its vCPUs in turns,
+# and a daemon thread's run on one vCPU counts the other's turns too:
+# dockerd's CPU per byte logged varied 25-fold between boots there (136
+# to 3,327 ns), and the two containers' charges per byte by 0.61 to 1.27
+# (x/y, 3 s windows); on this clock 0.95 to 1.04, as the engines' bounds
+# were measured.
+# engines_tap NAME VM-RUN-ARG...: the engines test into tools-NAME.tap.
+engines_tap() {
+	local out=$results/tools-$1.tap
+	shift
+	"$CFSB_ROOT/scripts/vm-run.sh" "$@" -- \
+		tools/tests/engines-in-guest.sh --tap --seconds 3 podman docker cri 2>&1 |
+		grep -v 'level=' >"$out" || true
+	grep -qE '^1\.\.[0-9]+$' "$out" ||
+		echo "not ok 999 engines: the run ended early (the last lines it wrote: above)" >>"$out"
+	! grep -q '^not ok' "$out" || tail -30 "$out"
+}
+# tools_stock HIERARCHY: the stock kernel's tools suites.
+tools_stock() {
+	"$CFSB_ROOT/scripts/vm-run.sh" --icount 0 --kernel "$stock_image" --cgroup "$1" -- \
+		tools/tests/run-in-guest.sh "$results/tools-stock-$1" cgborrow-stock borrowd-stock \
+		>"$results/tools-stock-$1.log" 2>&1 || true
+}
+# (8. the noisy-logging study's quick tier, on this clock too; checked in
+# step 8.)
+study_quick() {
+	"$CFSB_ROOT/experiments/noisy_logging.sh" --quick --no-build --vm-slots 1 \
+		--out "$results/noisy_logging" >"$results/noisy_logging.log" 2>&1 ||
+		tail -30 "$results/noisy_logging.log"
+}
+# icount_job N: job N (icount_names[N]), the longest first.
+icount_names=(study-quick engines-stock engines-patched tools-stock-v2 tools-stock-v1)
+icount_job() {
+	case $1 in
+	0) study_quick ;;
+	1) engines_tap engines-stock --kernel "$stock_image" --cgroup v2 --icount 0 ;;
+	2) engines_tap engines --kernel "$patched_image" --cgroup v2 --icount 0 ;;
+	3) tools_stock v2 ;;
+	4) tools_stock v1 ;;
+	esac
+}
+# icount_worker NAME: claims and runs jobs until none is left; its output
+# in icount-NAME.log.
+icount_worker() {
+	local i
+	for i in "${!icount_names[@]}"; do
+		mkdir "$results/.icount-job-$i" 2>/dev/null || continue
+		echo "[$(date -u +%T)] ${icount_names[i]}"
+		icount_job "$i"
+		echo "[$(date -u +%T)] ${icount_names[i]}: done"
+	done >"$results/icount-$1.log" 2>&1
+}
+# What the jobs need, built and installed before (the wall clock's steps
+# build nothing they use from here on).
+log "tools: build; what the instruction clock's VMs need"
+ensure_packages "${TOOLS_PACKAGES[@]}" "${ENGINE_PACKAGES[@]}" python3-matplotlib jq
+tools_build | tee "$results/tools-build.tap"
+"$CFSB_ROOT/scripts/crictl-build.sh"
+"$CFSB_ROOT/scripts/nerdctl-build.sh" --stock
+log "the instruction clock's VMs: a worker from now on (icount-1.log)"
+icount_worker 1 &
+icount_worker_1=$!
+
 # Every section on v2 with runc. On v1 with crun and with the systemd
 # driver, the sections that depend on the hierarchy, the runtime or the
 # driver: finding the container's cgroup and charging it, its removal
@@ -340,20 +433,8 @@ rerun_upstream() {
 patched_runs=$(rerun_upstream "$results/stock-v2/test_cpu.tap" "$results/patched-v2" --kernel "$patched_image" --)
 
 # --- 7. the tools --------------------------------------------------------
-# tools_build: a TAP line for the build (-Werror: a warning fails it).
-tools_build() {
-	echo "TAP version 13"
-	if make -s -C "$CFSB_ROOT/tools" >"$results/tools-build.log" 2>&1; then
-		echo "ok 1 make -C tools (-Wall -Werror)"
-	else
-		echo "not ok 1 make -C tools (-Wall -Werror)"
-		sed 's/^/# /' "$results/tools-build.log" | tail -40
-	fi
-	echo "1..1"
-}
-log "tools: build, host tests"
-ensure_packages "${TOOLS_PACKAGES[@]}"
-tools_build | tee "$results/tools-build.tap"
+# (Built before step 5, with -Werror.)
+log "tools: host tests"
 "$CFSB_ROOT/tools/tests/cgborrow.sh" host >"$results/tools-host.tap" 2>&1 || true
 "$CFSB_ROOT/tools/tests/borrowd.sh" host >"$results/tools-host-borrowd.tap" 2>&1 || true
 make -s -C "$CFSB_ROOT/tools" check >"$results/tools-quota-unit.tap" 2>&1 || true
@@ -363,44 +444,13 @@ for cg in v2 v1; do
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup "$cg" -- \
 		tools/tests/run-in-guest.sh "$results/tools-patched-$cg" cgborrow borrowd || true
 done
-# engines_tap NAME VM-RUN-ARG...: the engines test into tools-NAME.tap.
-engines_tap() {
-	local out=$results/tools-$1.tap
-	shift
-	"$CFSB_ROOT/scripts/vm-run.sh" "$@" -- \
-		tools/tests/engines-in-guest.sh --tap --seconds 3 podman docker cri 2>&1 |
-		grep -v 'level=' >"$out" || true
-	grep -qE '^1\.\.[0-9]+$' "$out" ||
-		echo "not ok 999 engines: the run ended early (the last lines it wrote: above)" >>"$out"
-	! grep -q '^not ok' "$out" || tail -30 "$out"
-}
-log "tools: borrowd with unchanged Podman, Docker and containerd's CRI plugin, on the patched and the stock kernel"
-ensure_packages "${ENGINE_PACKAGES[@]}"
-"$CFSB_ROOT/scripts/crictl-build.sh"
-# The engines (patched kernel: borrowd's kernel mode; stock: its quota
-# mode, from its --stats) and the stock kernel's tools suites (quota mode,
-# v2 and v1), on the instruction clock: the quota mode's shares, its
-# watchdog's second and the thread rule's evidence budget are timings.
-# On the wall clock a single-threaded TCG guest runs its vCPUs in turns,
-# and a daemon thread's run on one vCPU counts the other's turns too:
-# dockerd's CPU per byte logged varied 25-fold between boots there (136
-# to 3,327 ns), and the two containers' charges per byte by 0.61 to 1.27
-# (x/y, 3 s windows); on this clock 0.95 to 1.04, as the engines' bounds
-# were measured. A guest on it counts the time its vCPUs run in
-# instructions, whatever the host's load: the four run side by side.
-engines_tap engines --kernel "$patched_image" --cgroup v2 --icount 0 &
-for cg in v2 v1; do
-	"$CFSB_ROOT/scripts/vm-run.sh" --icount 0 --kernel "$stock_image" --cgroup "$cg" -- \
-		tools/tests/run-in-guest.sh "$results/tools-stock-$cg" cgborrow-stock borrowd-stock \
-		>"$results/tools-stock-$cg.log" 2>&1 &
-done
-engines_tap engines-stock --kernel "$stock_image" --cgroup v2 --icount 0
-wait
+log "the instruction clock's VMs: a second worker (icount-2.log), then both to their end"
+icount_worker 2
+wait "$icount_worker_1"
+cat "$results/icount-1.log" "$results/icount-2.log"
 
 # --- 8. the noisy-logging study, quick tier: the pipeline end to end ------
-log "experiments/noisy_logging.sh --quick"
-"$CFSB_ROOT/experiments/noisy_logging.sh" --quick --out "$results/noisy_logging" >"$results/noisy_logging.log" 2>&1 ||
-	{ tail -30 "$results/noisy_logging.log"; }
+log "experiments/noisy_logging.sh --quick (run by the workers above): its check"
 python3 "$CFSB_ROOT/experiments/check_noisy_logging.py" "$results/noisy_logging" |
 	tee "$results/noisy_logging.tap" || true
 # The check itself: it passes on the kept full run and fails on each kind
