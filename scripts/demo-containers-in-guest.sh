@@ -38,5 +38,6 @@ for mode in off process thread; do
 		"$(cs_pct "$c")" "$(cs_pct $((b + c)))" "$(cs_pct $((a + c)))" "$(cs_pct $((a ? b * 10000 / a : 0)))"
 	cs_nerdctl rm -f "$id" >/dev/null
 done
-echo "  (quota: 50%; without charging the container's logging escapes it, with"
-echo "   charging B + C stays within the quota; 'thread' charges only the copying threads)"
+echo "  (quota: 50%; off: the logging escapes the quota, A + C near a whole CPU;"
+echo "   process: the logger is charged and paced, A + C within the quota; thread:"
+echo "   the copying threads are charged, the logger is not paced and escapes as with off)"

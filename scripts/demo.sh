@@ -20,7 +20,7 @@ thread mode; it prints the logger's CPU, the container's and the charged
 share. Default: both hierarchies.
 
 Then it runs the reference study's experiments in their quick tier
-(experiments/noisy_logging.sh --quick, about 7 minutes: the stock kernel
+(experiments/noisy_logging.sh --quick, about 20 minutes: the stock kernel
 too) and prints where the report and the plots are.
 
 --kernel-only  no containers: scripts/demo-in-guest.sh shows a CPU hog with
