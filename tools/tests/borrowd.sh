@@ -748,18 +748,19 @@ pace_kill_tests() {
 }
 
 # A charge that fails is not carried over: the client's group is removed
-# while its worker runs (every charge fails for 2 s), then made again at its
-# path; the new group is charged for what the worker ran since it was made
-# (and a round before, at most), not for the time it did not exist. The
-# worker's run time is read just before and just after the group is made
-# (making it takes seconds on a loaded host), and just before and after
-# the charge is read (reading it takes a second there too): the charge lies
-# between half of what it ran from the group's making to the reading and
-# all it ran from just before the making to just after the reading, plus a
-# round. (In quota mode, borrowd's ledger of the new group starts at
-# 0 too: it is another group.)
+# while its worker runs (every charge fails for 3 s, a second or more of
+# the worker's run time), then made again at its path; the new group is
+# charged for what the worker ran since it was made (and a round before,
+# at most), not for the time it did not exist. The worker's run time is
+# read just before and just after the group is made (making it takes
+# seconds on a loaded host); the worker is stopped before the charge is
+# read, and read after borrowd's next round. The charge lies between half
+# of what it ran from the group's making to its stop and all it ran from
+# just before the making, plus a round; a backlog of the failed charges
+# would add a second or more. (In quota mode, borrowd's ledger of the new
+# group starts at 0 too: it is another group.)
 failed_charge_tests() {
-	local wpid bpid r0 ra rb r1 c1 due since rc
+	local wpid bpid rr r0 ra rb c1 due since failed rc
 	make_group cgbd-regone 50000
 	spinner cgbd-worker
 	wpid=$spid
@@ -767,26 +768,29 @@ failed_charge_tests() {
 	wait_for "$tmp/regone.log" "ready"
 	sleep 0.5
 	rmdir "$(cpu_root)/cgbd-regone"
+	rr=$(runtime "$wpid")
 	wait_for "$tmp/regone.log" "cannot charge /cgbd-regone" && rc=0 || rc=1
-	sleep 2
+	sleep 3
 	r0=$(runtime "$wpid")
 	make_group cgbd-regone 50000
 	ra=$(runtime "$wpid")
 	sleep 1
+	kill -STOP "$wpid"
+	sleep 0.5
 	rb=$(runtime "$wpid")
 	c1=$(charged cgbd-regone)
-	r1=$(runtime "$wpid")
 	kill -TERM "$bpid"
 	wait "$bpid"
 	kill "$wpid"
+	kill -CONT "$wpid"
 	out=$(cat "$tmp/regone.log")
-	got=$c1 due=$(((r1 - r0) / 1000)) since=$(((rb - ra) / 1000))
+	got=$c1 due=$(((rb - r0) / 1000)) since=$(((rb - ra) / 1000)) failed=$(((r0 - rr) / 1000))
 	out=${out##*-> /cgbd-regone: }
-	info "failed charges: the new group charged $got us; the worker ran $since us since it was made, $due us since just before; ${out%%$'\n'*}"
+	info "failed charges: the worker ran $failed us while they failed; the new group charged $got us; the worker ran $since us since it was made, $due us since just before; ${out%%$'\n'*}"
 	check "a charge that failed (the group removed) is reported, and counted as failed at exit" \
 		'[[ $rc -eq 0 && $out == *"us failed"* ]]'
-	check "... and not carried over: a group made again at the path pays what the worker ran since (and a round of 100 ms)" \
-		'[[ $got -gt $((since / 2)) && $got -le $((due + 100000)) ]]'
+	check "... and not carried over: a group made again at the path pays what the worker ran since (and a round of 100 ms), not the second or more it ran while charges failed" \
+		'[[ $failed -ge 1000000 && $got -gt $((since / 2)) && $got -le $((due + 100000)) ]]'
 }
 
 # A container must not decide who pays: each attack comes from a
