@@ -72,7 +72,8 @@ HOST_SERVICES_OFF_PACKAGES=(docker.io containerd podman)
 POLICY_RC_D=/usr/sbin/policy-rc.d
 POLICY_RC_D_MARK="written by cfs-borrowing's scripts/lib.sh for one apt-get install"
 
-log() { printf '[%s] %s\n' "${0##*/}" "$*" >&2; }
+# (LOG_TIME_OF_DAY=1 in a script: its lines carry the time of day, UTC.)
+log() { printf '[%s%s] %s\n' "${0##*/}" "${LOG_TIME_OF_DAY:+ $(date -u +%T)}" "$*" >&2; }
 die() { printf '[%s] error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
 # hierarchies_arg VALUE: the cgroup hierarchies a --cgroup v1|v2|both option

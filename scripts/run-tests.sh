@@ -5,7 +5,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 # (The time of day in each step's line: the steps' times in a CI log.)
-log() { printf '[%s %s] %s\n' "${0##*/}" "$(date -u +%T)" "$*" >&2; }
+LOG_TIME_OF_DAY=1
 usage() {
 	cat <<EOF
 Usage: ${0##*/} [--results DIR] [--skip-build] [--targets none|auto|all]
@@ -352,26 +352,26 @@ study_quick() {
 		--out "$results/noisy_logging" >"$results/noisy_logging.log" 2>&1 ||
 		tail -30 "$results/noisy_logging.log"
 }
-# icount_job N: job N (icount_names[N]), the longest first.
-icount_names=(study-quick engines-stock engines-patched tools-stock-v2 tools-stock-v1)
+# icount_job NAME: one job; icount_jobs: their names, the longest first.
+icount_jobs=(study-quick engines-stock engines-patched tools-stock-v2 tools-stock-v1)
 icount_job() {
 	case $1 in
-	0) study_quick ;;
-	1) engines_tap engines-stock --kernel "$stock_image" --cgroup v2 --icount 0 ;;
-	2) engines_tap engines --kernel "$patched_image" --cgroup v2 --icount 0 ;;
-	3) tools_stock v2 ;;
-	4) tools_stock v1 ;;
+	study-quick) study_quick ;;
+	engines-stock) engines_tap engines-stock --kernel "$stock_image" --cgroup v2 --icount 0 ;;
+	engines-patched) engines_tap engines --kernel "$patched_image" --cgroup v2 --icount 0 ;;
+	tools-stock-v2) tools_stock v2 ;;
+	tools-stock-v1) tools_stock v1 ;;
 	esac
 }
 # icount_worker NAME: claims and runs jobs until none is left; its output
 # in icount-NAME.log.
 icount_worker() {
-	local i
-	for i in "${!icount_names[@]}"; do
-		mkdir "$results/.icount-job-$i" 2>/dev/null || continue
-		echo "[$(date -u +%T)] ${icount_names[i]}"
-		icount_job "$i"
-		echo "[$(date -u +%T)] ${icount_names[i]}: done"
+	local job
+	for job in "${icount_jobs[@]}"; do
+		mkdir "$results/.icount-job-$job" 2>/dev/null || continue
+		echo "[$(date -u +%T)] $job"
+		icount_job "$job"
+		echo "[$(date -u +%T)] $job: done"
 	done >"$results/icount-$1.log" 2>&1
 }
 # What the jobs need, built and installed before (the wall clock's steps

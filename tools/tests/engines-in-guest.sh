@@ -500,8 +500,8 @@ took = (c1 - c0) / 1000 / max(extra, 1e-9)
 # the evidence budget (5 ms) of a container's line goes to that container.
 # On the instruction clock: Docker 12 to 29 % (7 boots), CRI 18 to 57 %
 # (7 boots, two streams; four: 30 and 43 %, 2 boots); on the wall clock,
-# where a thread's run counts the other vCPU's turns, 10 to 82 %. A budget of 1 ms left Docker's at 16 % (one
-# boot).
+# where a thread's run counts the other vCPU's turns, 10 to 82 %. A
+# budget of 1 ms left Docker's at 16 % (one boot).
 ok2 = d1 > 1.1 * d0 and took < 1
 print(int(ok1), int(ok2), f"{x0 / max(y0, 1e-9):.2f}/{x1 / max(y1, 1e-9):.2f}", f"{100 * took:.0f}", f"{d1 / max(d0, 1e-9):.2f}")
 PY
