@@ -436,13 +436,10 @@ def fastest_runs(raw: Path) -> dict[str, dict[str, float]]:
     """Per overhead comparison (the summary's keys), each kernel's fastest
     N = 1 sysbench run."""
     vms, _, _ = report.load_vms(raw)
-    out: dict[str, dict[str, float]] = {}
-    for vm in vms:
-        ev = [float(r["events_per_s"]) for r in report.read_csv(vm.dir / "exp2_runs.csv") if r["n"] == "1"]
-        if ev:
-            k = out.setdefault(f"{vm.hier} {vm.clock} {report.boot_kind(vm)}", {})
-            k[vm.kernel] = max(k.get(vm.kernel, 0.0), *ev)
-    return out
+    return {
+        report.overhead_key(key): {kernel: max(max(ev) for ev in boots) for kernel, boots in k.items()}
+        for key, k in report.overhead_runs(vms).items()
+    }
 
 
 def check_overhead(tap: Tap, summary: dict[str, Any], raw: Path) -> None:

@@ -749,15 +749,30 @@ def boot_kind(vm: Vm) -> str:
     return "sysbench alone" if vm.name.startswith("n1-") or older else "experiments"
 
 
-def overhead(vms: list[Vm]) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """N = 1 events/s per boot, stock vs patched, per hierarchy, clock and
-    kind of boot."""
-    per: dict[tuple[str, str, str], dict[str, list[float]]] = {}
+def overhead_runs(vms: list[Vm]) -> dict[tuple[str, str, str], dict[str, list[list[float]]]]:
+    """The N = 1 sysbench runs' events/s, one list per boot, per kernel, per
+    overhead comparison: hierarchy, clock and kind of boot."""
+    per: dict[tuple[str, str, str], dict[str, list[list[float]]]] = {}
     for vm in vms:
         ev = [float(r["events_per_s"]) for r in read_csv(vm.dir / "exp2_runs.csv") if r["n"] == "1"]
         if ev:
             key = (vm.hier, vm.clock, boot_kind(vm))
-            per.setdefault(key, {}).setdefault(vm.kernel, []).append(statistics.fmean(ev))
+            per.setdefault(key, {}).setdefault(vm.kernel, []).append(ev)
+    return per
+
+
+def overhead_key(key: tuple[str, str, str]) -> str:
+    """An overhead comparison's key in the summary."""
+    return " ".join(key)
+
+
+def overhead(vms: list[Vm]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """N = 1 events/s per boot, stock vs patched, per hierarchy, clock and
+    kind of boot."""
+    per = {
+        key: {kernel: [statistics.fmean(ev) for ev in boots] for kernel, boots in k.items()}
+        for key, k in overhead_runs(vms).items()
+    }
     out = {}
     for key, k in per.items():
         s, p = k.get("stock", []), k.get("patched", [])
@@ -1364,7 +1379,7 @@ def render(raw: Path, plots: Path | None) -> tuple[str, dict[str, Any]] | None:
                 plot_ratios(title, e2, plots / f"exp2_ratio_{tag}.png")
             body += [f"![ratios vs N, {hier}](plots/exp2_ratio_{tag}.png)", ""]
     ov = overhead(vms)
-    summary["overhead"] = {f"{h} {c} {k}": x for (h, c, k), x in ov.items()}
+    summary["overhead"] = {overhead_key(key): x for key, x in ov.items()}
     body += overhead_section(ov)
     body += throughput_section([v for v in vms if v.kernel == "patched"], summary)
     body += engines_section(engines, summary)
