@@ -52,6 +52,7 @@ declare -A GUEST_ARGS=(
 	[nerdctl-patch/tests/run-in-guest.sh]="--only charge"
 	[experiments/noisy_logging_guest.sh]="--out /tmp/cfsb-check-results --tier quick"
 	[experiments/worker_placement_guest.sh]="1"
+	[selftests/bench_period_timer_guest.sh]="500 1"
 )
 
 # What the command under test may not do (setpriv --bounding-set).
