@@ -206,8 +206,16 @@ else
 		cp "$CFSB_ROOT"/kernel/patches/*.patch "$tmp/kpatches/"
 		cp -R "$CFSB_ROOT/kernel/src" "$tmp/ksrc"
 	}
+	# As the series' author exported it (export signs off with git's
+	# identity; the From: header may be folded, the sign-off is not).
+	kauthor=$(sed -n 's/^Signed-off-by: //p' "$(ls "$CFSB_ROOT"/kernel/patches/0001-*.patch)" | head -n1)
+	kname=${kauthor% <*}
+	kemail=${kauthor##*<}
+	kemail=${kemail%>}
 	kexport() {
-		quietly env CFSB_KERNEL_SERIES="$tmp/kpatches" CFSB_KERNEL_SRC="$tmp/ksrc" "$ks" export --tree "$tmp/kwt"
+		quietly env CFSB_KERNEL_SERIES="$tmp/kpatches" CFSB_KERNEL_SRC="$tmp/ksrc" \
+			GIT_AUTHOR_NAME="$kname" GIT_AUTHOR_EMAIL="$kemail" \
+			"$ks" export --tree "$tmp/kwt"
 	}
 	same_kernel_series() {
 		local p

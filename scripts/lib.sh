@@ -416,7 +416,8 @@ sources_from_tree() {
 # commit changed in a source file so lands in the commit that adds it, and
 # a commit left with nothing else (a fixup) is dropped. Committed by the
 # build's fixed identity at the author date, as prepare_series_tree
-# applies a series.
+# applies a series. With REMAKE_IDENT ("Name <email>") set, each commit is
+# authored and signed off by it instead of the commit's author.
 remake_commits() {
 	local from=$1 scratch=$2 src=$3 c f files exclude=()
 	shift 3
@@ -436,8 +437,14 @@ remake_commits() {
 			log "$(git -C "$from" log -1 --format='%h %s' "$c"): dropped, its changes are in the sources"
 			continue
 		fi
-		GIT_COMMITTER_DATE=$(git -C "$from" log -1 --format=%aI "$c") git -C "$scratch" \
-			-c user.name="cfs-borrowing build" -c user.email=build@localhost commit -q --no-verify -C "$c"
+		local commit=(-C "$c")
+		if [[ -n ${REMAKE_IDENT:-} ]]; then
+			commit=(--author="$REMAKE_IDENT" --date="$(git -C "$from" log -1 --format=%aI "$c")" -F -)
+		fi
+		git -C "$from" log -1 --format=%B "$c" |
+			awk -v ident="${REMAKE_IDENT:-}" 'ident != "" && /^Signed-off-by: / { $0 = "Signed-off-by: " ident } { print }' |
+			GIT_COMMITTER_DATE=$(git -C "$from" log -1 --format=%aI "$c") git -C "$scratch" \
+				-c user.name="cfs-borrowing build" -c user.email=build@localhost commit -q --no-verify "${commit[@]}"
 	done
 }
 

@@ -28,8 +28,10 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      --if-changed: each patch builds without warnings and, from the KUnit
      patch on, passes KUnit; skipped for a series that passed before); in
      the patched kernel on cgroup v2: the KUnit suite, test_borrowing and
-     the upstream test_cpu; on cgroup v1: the KUnit suite and
-     test_borrowing; on both, the stress test in its short version
+     the upstream test_cpu; on cgroup v1: the KUnit suite,
+     test_borrowing, and some of its tests again with a cgroup2 mount
+     listed before the cpu hierarchy (hybrid) and in a cpuset without
+     CPU 0; on both, the stress test in its short version
      (100000 writes); on cgroup v2 with 4 vCPUs: test_borrowing;
   5. the patched nerdctl (scripts/nerdctl-build.sh --tap): gofmt, go vet,
      its Go unit tests; the series' edit/export workflow
@@ -269,7 +271,9 @@ if ! "$CFSB_ROOT/scripts/kernel-series.sh" kunit-i386 >"$results/kunit-i386.tap"
 fi
 for cg in v2 v1; do
 	suites=(kunit borrowing stress)
-	[[ $cg == v2 ]] && suites+=(test_cpu)
+	# v2: upstream's cpu tests; v1: the tests with a cgroup2 mount beside
+	# the cpu hierarchy (hybrid) and in a cpuset without CPU 0.
+	if [[ $cg == v2 ]]; then suites+=(test_cpu); else suites+=(hybrid cpuset); fi
 	log "patched kernel, cgroup $cg: ${suites[*]}"
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup "$cg" -- \
 		selftests/run-in-guest.sh "$results/patched-$cg" "${suites[@]}" || true

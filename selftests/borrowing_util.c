@@ -23,6 +23,20 @@
 static char root[PATH_MAX];
 static bool is_v1;
 
+/* Whether a cgroup2 mount has the cpu controller (v1 may hold it: hybrid). */
+static bool v2_has_cpu(const char *mnt)
+{
+	char buf[512], *tok, *save;
+
+	if (cg_read(mnt, "cgroup.controllers", buf, sizeof(buf)))
+		return false;
+	for (tok = strtok_r(buf, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save)) {
+		if (!strcmp(tok, "cpu"))
+			return true;
+	}
+	return false;
+}
+
 int bcg_init(void)
 {
 	struct mntent *mnt;
@@ -32,7 +46,7 @@ int bcg_init(void)
 	if (!f)
 		return -1;
 	while ((mnt = getmntent(f))) {
-		if (!strcmp(mnt->mnt_type, "cgroup2")) {
+		if (!strcmp(mnt->mnt_type, "cgroup2") && v2_has_cpu(mnt->mnt_dir)) {
 			snprintf(root, sizeof(root), "%s", mnt->mnt_dir);
 			is_v1 = false;
 			break;
@@ -45,6 +59,30 @@ int bcg_init(void)
 	}
 	endmntent(f);
 	return root[0] ? 0 : -1;
+}
+
+int bcg_nr_cpus(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	return CPU_COUNT(&set);
+}
+
+/* The @idx-th CPU that the caller may run on, or -1. */
+static int allowed_cpu(int idx)
+{
+	cpu_set_t set;
+	int cpu;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (CPU_ISSET(cpu, &set) && idx-- == 0)
+			return cpu;
+	}
+	return -1;
 }
 
 bool bcg_is_v1(void)
@@ -281,11 +319,12 @@ long bcg_tick_usec(void)
 	return USEC_PER_SEC / best;
 }
 
-pid_t bcg_start_hog(const char *cg, int cpu)
+pid_t bcg_start_hog(const char *cg, int idx)
 {
 	char buf[32];
 	cpu_set_t set;
 	pid_t pid;
+	int cpu;
 
 	pid = fork();
 	if (pid)
@@ -293,10 +332,16 @@ pid_t bcg_start_hog(const char *cg, int cpu)
 
 	/* Die with the test, however it ends. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	snprintf(buf, sizeof(buf), "%d", getpid());
+	if (cg_write(cg, "cgroup.procs", buf))
+		_exit(1);
+	/* Pinned once in @cg: joining a cpuset may change what it allows. */
+	cpu = allowed_cpu(idx);
+	if (cpu < 0)
+		_exit(1);
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
-	snprintf(buf, sizeof(buf), "%d", getpid());
-	if (sched_setaffinity(0, sizeof(set), &set) || cg_write(cg, "cgroup.procs", buf))
+	if (sched_setaffinity(0, sizeof(set), &set))
 		_exit(1);
 	for (;;)
 		;

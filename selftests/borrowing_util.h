@@ -14,7 +14,10 @@
 #define USEC_PER_MSEC 1000L
 #define USEC_PER_SEC 1000000L
 
-/* Finds the hierarchy with the cpu controller; 0 on success. */
+/*
+ * Finds the hierarchy with the cpu controller (a cgroup2 mount without it,
+ * as in a hybrid set-up, is passed over); 0 on success.
+ */
 int bcg_init(void);
 bool bcg_is_v1(void);
 const char *bcg_root(void);
@@ -63,8 +66,14 @@ long bcg_bandwidth_slice_usec(void);
 /* The kernel's tick (1/CONFIG_HZ), from jiffies in /proc/timer_list, or -1. */
 long bcg_tick_usec(void);
 
-/* Starts a process that spins on CPU @cpu inside @cg; returns its pid. */
-pid_t bcg_start_hog(const char *cg, int cpu);
+/* The number of CPUs the caller may run on (its cpuset), or -1. */
+int bcg_nr_cpus(void);
+
+/*
+ * Starts a process that spins inside @cg, on the @idx-th CPU that @cg lets
+ * it run on; returns its pid.
+ */
+pid_t bcg_start_hog(const char *cg, int idx);
 /* Starts a process that sleeps inside @cg; returns its pid. */
 pid_t bcg_start_sleeper(const char *cg);
 

@@ -8,7 +8,10 @@
 #         borrowing (test_borrowing), test_cpu (upstream cgroup cpu tests),
 #         stress (stress_borrowing, 100000 writes), stress-full (1 million
 #         writes, 20 minutes at most), kmemleak (a scan of kmemleak, which
-#         must find nothing; on a kernel with CONFIG_DEBUG_KMEMLEAK).
+#         must find nothing; on a kernel with CONFIG_DEBUG_KMEMLEAK);
+#         on cgroup v1: hybrid (test_borrowing with a cgroup2 mount listed
+#         before the cpu hierarchy, as systemd's hybrid mode has one) and
+#         cpuset (test_borrowing in a cpuset without CPU 0).
 # Runs only in that guest (scripts/guest-check.sh; on a board that is there
 # to be tested: CFSB_GUEST_ANYWHERE=1).
 set -uo pipefail
@@ -70,6 +73,48 @@ kmemleak_scan() {
 	echo "ok 1 kmemleak: no unreferenced object"
 }
 
+# shellcheck disable=SC2317 # called through run_suite
+hybrid() {
+	if [[ ! -d /sys/fs/cgroup/cpu,cpuacct ]]; then
+		echo "1..0 # SKIP a hybrid set-up has the cpu controller on cgroup v1"
+		return 0
+	fi
+	# In a mount namespace of its own: a cgroup2 mount without the cpu
+	# controller, then the cpu hierarchy mounted again after it.
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	unshare -m --propagation private bash -c '
+		set -e
+		unified=$(mktemp -d)
+		umount /sys/fs/cgroup/cpu,cpuacct
+		mount -t cgroup2 cgroup2 "$unified"
+		mount -t cgroup -o cpu,cpuacct cgroup /sys/fs/cgroup/cpu,cpuacct
+		exec "$@"' hybrid "$bin/test_borrowing" \
+		-t present_and_zero -t limited_ancestors_owe_too -t worker_names_the_cut
+}
+
+# shellcheck disable=SC2317 # called through run_suite
+cpuset() {
+	local cs=/sys/fs/cgroup/cpuset/borrowing_cpuset_$$ last rc
+	last=$(($(nproc --all) - 1))
+	if [[ ! -d /sys/fs/cgroup/cpuset ]] || ((last < 1)); then
+		echo "1..0 # SKIP needs cgroup v1's cpuset hierarchy and two CPUs"
+		return 0
+	fi
+	# The tests' own cpuset leaves CPU 0 out; their cpu groups do not
+	# change it (cgroup v1: another hierarchy).
+	mkdir "$cs"
+	echo "$last" >"$cs/cpuset.cpus"
+	cat /sys/fs/cgroup/cpuset/cpuset.mems >"$cs/cpuset.mems"
+	(
+		echo "$BASHPID" >"$cs/cgroup.procs"
+		exec "$bin/test_borrowing" -t debt_above_quota_throttles_then_is_paid \
+			-t every_cpu_progresses_every_period -t charges_reduce_share
+	)
+	rc=$?
+	rmdir "$cs"
+	return "$rc"
+}
+
 status=0
 for suite in "$@"; do
 	case $suite in
@@ -79,6 +124,8 @@ for suite in "$@"; do
 	stress) run_suite stress "$bin/stress_borrowing" -n 100000 -t 120 || status=1 ;;
 	stress-full) run_suite stress-full "$bin/stress_borrowing" -n 1000000 -t 1200 || status=1 ;;
 	kmemleak) run_suite kmemleak kmemleak_scan || status=1 ;;
+	hybrid) run_suite hybrid hybrid || status=1 ;;
+	cpuset) run_suite cpuset cpuset || status=1 ;;
 	*) echo "unknown suite $suite" >&2; status=2 ;;
 	esac
 done

@@ -532,10 +532,13 @@ TEST_F(borrowing, charged_sibling_costs_the_parent)
 	free(hog_cg);
 }
 
-/* One spinner per online CPU, as many as a bcg_threads process holds. */
+/*
+ * One spinner per CPU the test may run on (its cpuset may be smaller than
+ * the machine), as many as a bcg_threads process holds.
+ */
 static int nr_spinners(void)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int cpus = bcg_nr_cpus();
 
 	return cpus < BCG_MAX_THREADS ? cpus : BCG_MAX_THREADS;
 }

@@ -2,12 +2,15 @@
 /*
  * KUnit tests for CFS bandwidth borrowing: parsing a charge, the effective
  * quota and the bound, charging and clamping a level, paying at period
- * refills, and the walk that charges every limited level up to the lowest
- * common ancestor with the worker. Included at the end of fair.c, so it
- * reaches the static helpers. Nothing here reads a sysctl: the refill's
- * floor is a parameter.
+ * refills, what configuration writes do to a debt, and the walk that charges
+ * every limited level up to the lowest common ancestor with the worker. The
+ * helpers under test are static unless KUnit is enabled (VISIBLE_IF_KUNIT).
+ * Nothing here reads a sysctl: the refill's floor is a parameter.
  */
 #include <kunit/test.h>
+#include <linux/mmu_context.h>
+
+#include "sched.h"
 
 #define MS(x)	((u64)(x) * NSEC_PER_MSEC)
 
@@ -277,29 +280,87 @@ static void cfs_borrowing_test_refill_floor(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.deducted, MS(55));
 }
 
-static void cfs_borrowing_test_config_refill_does_not_pay(struct kunit *test)
+/*
+ * A group as cpu_cgroup_css_alloc() makes one, never onlined: no task can
+ * join it, and its period timer is the real one.
+ */
+static struct task_group *new_tg(struct kunit *test)
 {
-	struct cfs_bandwidth cfs_b;
-	int i;
+	struct task_group *tg = sched_create_group(&root_task_group);
 
-	init_pool(&cfs_b, MS(50), MS(1000), 0, 0);
-	owe(&cfs_b, MS(40));
-	for (i = 0; i < 10; i++)
-		__refill_cfs_bandwidth_runtime(&cfs_b);
-	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.outstanding, MS(40));
-	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.nr_periods, 0);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(tg));
+	return tg;
 }
 
-static void cfs_borrowing_test_refill_no_quota(struct kunit *test)
+/* A write to a cpu controller file of cgroup v1, through its handler. */
+static int write_v1(struct task_group *tg, const char *name, s64 val)
 {
-	struct cfs_bandwidth cfs_b;
+	struct cftype *cft;
 
-	init_pool(&cfs_b, MS(50), MS(100), 0, 0);
-	owe(&cfs_b, MS(40));
-	cfs_b.quota = RUNTIME_INF;
-	refill(&cfs_b, MS(5));
-	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.outstanding, MS(40));
-	KUNIT_EXPECT_EQ(test, cfs_b.borrowing.deducted, 0);
+	for (cft = cpu_cgrp_subsys.legacy_cftypes; cft->name[0]; cft++) {
+		if (strcmp(cft->name, name))
+			continue;
+		if (cft->write_s64)
+			return cft->write_s64(&tg->css, cft, val);
+		return cft->write_u64(&tg->css, cft, val);
+	}
+	return -ENOENT;
+}
+
+static u64 timer_periods(struct cfs_bandwidth *cfs_b)
+{
+	guard(raw_spinlock_irq)(&cfs_b->lock);
+	return cfs_b->nr_periods;
+}
+
+/*
+ * Writes of the quota refill the runtime (tg_set_cfs_bandwidth()) without
+ * paying; a lower quota clamps the debt to its bound, removing it drops
+ * the debt. The period timer pays too: a try in which a period ended (a
+ * 1 s period, for a handful of writes) is made again.
+ */
+static void cfs_borrowing_test_config_writes(struct kunit *test)
+{
+	struct task_group *tg = new_tg(test);
+	struct cfs_bandwidth *cfs_b = &tg->cfs_bandwidth;
+	struct cfs_borrowing b;
+	int try, i;
+	u64 periods;
+
+	KUNIT_ASSERT_EQ(test, write_v1(tg, "cfs_period_us", 1000000), 0);
+	for (try = 0; try < 3; try++) {
+		KUNIT_ASSERT_EQ(test, write_v1(tg, "cfs_quota_us", -1), 0);
+		KUNIT_ASSERT_EQ(test, write_v1(tg, "cfs_quota_us", 50000), 0);
+		periods = timer_periods(cfs_b);
+		scoped_guard (raw_spinlock_irq, &cfs_b->lock) {
+			cfs_b->borrowing = (struct cfs_borrowing){ };
+			owe(cfs_b, MS(40));
+		}
+		for (i = 0; i < 10; i++)
+			KUNIT_ASSERT_EQ(test, write_v1(tg, "cfs_quota_us", 50000), 0);
+		cfs_borrowing_read(cfs_b, &b);
+		KUNIT_ASSERT_EQ(test, write_v1(tg, "cfs_quota_us", 10000), 0);
+		if (timer_periods(cfs_b) == periods)
+			break;
+	}
+	KUNIT_ASSERT_LT_MSG(test, try, 3, "a period ended in every try");
+	KUNIT_EXPECT_EQ(test, b.outstanding, MS(40));
+	KUNIT_EXPECT_EQ(test, b.deducted, 0);
+	KUNIT_EXPECT_EQ(test, b.nr_periods, 0);
+
+	/* 10 ms a second: the bound is 10 ms, the rest is dropped. */
+	cfs_borrowing_read(cfs_b, &b);
+	KUNIT_EXPECT_EQ(test, b.outstanding, MS(10));
+	KUNIT_EXPECT_EQ(test, b.dropped, MS(30));
+
+	/* Without a quota there is nothing to pay from. */
+	KUNIT_ASSERT_EQ(test, write_v1(tg, "cfs_quota_us", -1), 0);
+	cfs_borrowing_read(cfs_b, &b);
+	KUNIT_EXPECT_EQ(test, b.outstanding, 0);
+	KUNIT_EXPECT_EQ(test, b.dropped, MS(40));
+	expect_adds_up(test, &b);
+
+	sched_destroy_group(tg);
 }
 
 static void cfs_borrowing_test_bound_paid_off(struct kunit *test)
@@ -318,7 +379,8 @@ static void cfs_borrowing_test_bound_paid_off(struct kunit *test)
 		periods++;
 	}
 	KUNIT_EXPECT_EQ(test, periods, 12);
-	KUNIT_EXPECT_LE(test, periods * MS(100), 2 * CFS_BORROWING_MAX_NS);
+	/* Twice the bound of a second's worth of quota. */
+	KUNIT_EXPECT_LE(test, periods * MS(100), 2 * NSEC_PER_SEC);
 	expect_adds_up(test, &cfs_b.borrowing);
 }
 
@@ -482,8 +544,7 @@ static struct kunit_case cfs_borrowing_test_cases[] = {
 	KUNIT_CASE(cfs_borrowing_test_refill_burst),
 	KUNIT_CASE(cfs_borrowing_test_refill_effective_quota),
 	KUNIT_CASE(cfs_borrowing_test_refill_floor),
-	KUNIT_CASE(cfs_borrowing_test_config_refill_does_not_pay),
-	KUNIT_CASE(cfs_borrowing_test_refill_no_quota),
+	KUNIT_CASE(cfs_borrowing_test_config_writes),
 	KUNIT_CASE(cfs_borrowing_test_bound_paid_off),
 	KUNIT_CASE(cfs_borrowing_test_bound_follows_ancestors),
 	KUNIT_CASE(cfs_borrowing_test_read_without_lock),
