@@ -419,7 +419,7 @@ sources_from_tree() {
 # applies a series. With REMAKE_IDENT ("Name <email>") set, each commit is
 # authored and signed off by it instead of the commit's author.
 remake_commits() {
-	local from=$1 scratch=$2 src=$3 c f files exclude=()
+	local from=$1 scratch=$2 src=$3 c f date files exclude=()
 	shift 3
 	mapfile -t files < <(series_sources "$src")
 	for f in "${files[@]}"; do exclude+=(":(exclude)$f"); done
@@ -437,14 +437,16 @@ remake_commits() {
 			log "$(git -C "$from" log -1 --format='%h %s' "$c"): dropped, its changes are in the sources"
 			continue
 		fi
-		local commit=(-C "$c")
-		if [[ -n ${REMAKE_IDENT:-} ]]; then
-			commit=(--author="$REMAKE_IDENT" --date="$(git -C "$from" log -1 --format=%aI "$c")" -F -)
-		fi
-		git -C "$from" log -1 --format=%B "$c" |
-			awk -v ident="${REMAKE_IDENT:-}" 'ident != "" && /^Signed-off-by: / { $0 = "Signed-off-by: " ident } { print }' |
+		if [[ -z ${REMAKE_IDENT:-} ]]; then
 			GIT_COMMITTER_DATE=$(git -C "$from" log -1 --format=%aI "$c") git -C "$scratch" \
-				-c user.name="cfs-borrowing build" -c user.email=build@localhost commit -q --no-verify "${commit[@]}"
+				-c user.name="cfs-borrowing build" -c user.email=build@localhost commit -q --no-verify -C "$c"
+			continue
+		fi
+		date=$(git -C "$from" log -1 --format=%aI "$c")
+		git -C "$from" log -1 --format=%B "$c" |
+			awk -v ident="$REMAKE_IDENT" '/^Signed-off-by: / { $0 = "Signed-off-by: " ident } { print }' |
+			GIT_COMMITTER_DATE=$date git -C "$scratch" -c user.name="cfs-borrowing build" \
+				-c user.email=build@localhost commit -q --no-verify --author="$REMAKE_IDENT" --date="$date" -F -
 	done
 }
 

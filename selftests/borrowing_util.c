@@ -61,13 +61,15 @@ int bcg_init(void)
 	return root[0] ? 0 : -1;
 }
 
-int bcg_nr_cpus(void)
+int bcg_nr_spinners(void)
 {
 	cpu_set_t set;
+	int cpus;
 
 	if (sched_getaffinity(0, sizeof(set), &set))
 		return -1;
-	return CPU_COUNT(&set);
+	cpus = CPU_COUNT(&set);
+	return cpus < BCG_MAX_THREADS ? cpus : BCG_MAX_THREADS;
 }
 
 /* The @idx-th CPU that the caller may run on, or -1. */

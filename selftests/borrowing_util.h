@@ -66,9 +66,6 @@ long bcg_bandwidth_slice_usec(void);
 /* The kernel's tick (1/CONFIG_HZ), from jiffies in /proc/timer_list, or -1. */
 long bcg_tick_usec(void);
 
-/* The number of CPUs the caller may run on (its cpuset), or -1. */
-int bcg_nr_cpus(void);
-
 /*
  * Starts a process that spins inside @cg, on the @idx-th CPU that @cg lets
  * it run on; returns its pid.
@@ -96,6 +93,11 @@ struct bcg_threads {
 	int *epoch;			/* read and written atomically */
 };
 
+/*
+ * One spinner per CPU the caller may run on (its cpuset may be smaller than
+ * the machine), as many as a bcg_threads process holds; -1 on error.
+ */
+int bcg_nr_spinners(void);
 int bcg_start_threads(const char *cg, int nr, struct bcg_threads *t);
 void bcg_threads_reset(struct bcg_threads *t);
 /*

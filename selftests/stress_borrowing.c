@@ -179,7 +179,7 @@ static pid_t spawn(void (*fn)(void))
 int main(int argc, char **argv)
 {
 	long target = 1000000, seconds = 300, total = 0, unexpected = 0;
-	int nr_writers = 8, nr_threads, i, opt, bad_groups = 0, checked = 0;
+	int nr_writers = 8, i, opt, bad_groups = 0, checked = 0;
 	pid_t writers[MAX_WRITERS], changers[2];
 	struct bcg_threads hogs[2];
 	char name[64];
@@ -232,11 +232,8 @@ int main(int argc, char **argv)
 	bcg_set_bandwidth(groups[3], 30000, 100000);
 
 	/* Multi-threaded hogs, a thread per CPU (at most 16), in c and d. */
-	nr_threads = bcg_nr_cpus();
-	if (nr_threads > BCG_MAX_THREADS)
-		nr_threads = BCG_MAX_THREADS;
 	for (i = 0; i < 2; i++) {
-		if (bcg_start_threads(groups[2 + i], nr_threads, &hogs[i]))
+		if (bcg_start_threads(groups[2 + i], bcg_nr_spinners(), &hogs[i]))
 			ksft_exit_fail_msg("cannot start the hogs\n");
 		hog_pids[i] = hogs[i].pid;
 	}

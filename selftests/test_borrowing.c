@@ -533,17 +533,6 @@ TEST_F(borrowing, charged_sibling_costs_the_parent)
 }
 
 /*
- * One spinner per CPU the test may run on (its cpuset may be smaller than
- * the machine), as many as a bcg_threads process holds.
- */
-static int nr_spinners(void)
-{
-	int cpus = bcg_nr_cpus();
-
-	return cpus < BCG_MAX_THREADS ? cpus : BCG_MAX_THREADS;
-}
-
-/*
  * A limited child's bound drops most of a charge made faster than it can
  * pay: the parent owes only what the child took, which is all the child's
  * own use could have taken from it. Its other child, one spinner per CPU
@@ -552,7 +541,7 @@ static int nr_spinners(void)
  */
 TEST_F(borrowing, limited_child_bounds_what_its_parent_pays)
 {
-	int nr = nr_spinners();
+	int nr = bcg_nr_spinners();
 	char *sibling = bcg_create(self->parent, "sibling");
 	struct bcg_borrow_stat child;
 	long alone, charged;
@@ -665,7 +654,7 @@ TEST_F(borrowing, stall_open_at_the_end_counts)
  */
 TEST_F(borrowing, every_cpu_progresses_every_period)
 {
-	int i, nr = nr_spinners();
+	int i, nr = bcg_nr_spinners();
 	long slice, uncharged;
 	struct bcg_threads t;
 
@@ -730,7 +719,7 @@ static long usage_at_the_bound(struct __test_metadata *_metadata, pid_t *hog,
  */
 TEST_F(borrowing, floor_counts_cpus_of_tasks_in_children)
 {
-	int nr = nr_spinners();
+	int nr = bcg_nr_spinners();
 	long in_group, below;
 	char *below_cg;
 
