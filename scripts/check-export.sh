@@ -235,14 +235,14 @@ else
 	echo "/* edited where it stands */" >>"$tmp/ksrc/$kunit_src"
 	kexport
 	check "kernel export round trip: a source edited in kernel/src goes into the patch that adds it" \
-		'[[ $rc -eq 0 ]] && grep -q "^+/\* edited where it stands \*/" "$tmp"/kpatches/0004-*.patch' "exit $rc: $out"
+		'[[ $rc -eq 0 ]] && grep -q "^+/\* edited where it stands \*/" "$tmp"/kpatches/0*-sched-fair-Add-KUnit-*.patch' "exit $rc: $out"
 	kcopy
 	echo "/* edited in the tree */" >>"$tmp/kwt/$kunit_src"
 	git -C "$tmp/kwt" -c user.name=test -c user.email=test@localhost commit -q -am "fixup: edited in the tree"
 	kexport
 	check "kernel export round trip: a fixup in the tree goes into kernel/src and the patch that adds the file" \
 		'[[ $rc -eq 0 && $(tail -n1 "$tmp/ksrc/$kunit_src") == "/* edited in the tree */" && $out == *dropped* ]] &&
-			grep -q "^+/\* edited in the tree \*/" "$tmp"/kpatches/0004-*.patch' "exit $rc: $out"
+			grep -q "^+/\* edited in the tree \*/" "$tmp"/kpatches/0*-sched-fair-Add-KUnit-*.patch' "exit $rc: $out"
 	git -C "$ktree" worktree remove --force "$tmp/kwt"
 	[[ -n $wtconfig ]] || git -C "$ktree" config --unset extensions.worktreeConfig
 fi

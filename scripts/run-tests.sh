@@ -27,8 +27,9 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
   4. the series patch by patch (scripts/kernel-series.sh build-each
      --if-changed: each patch builds without warnings and, from the KUnit
      patch on, passes KUnit; skipped for a series that passed before); in
-     the patched kernel on cgroup v2: the KUnit suite, test_borrowing and
-     the upstream test_cpu; on cgroup v1: the KUnit suite,
+     the patched kernel on cgroup v2: the KUnit suite, test_borrowing,
+     the upstream test_cpu and the permission tests again without
+     nsdelegate; on cgroup v1: the KUnit suite,
      test_borrowing, and some of its tests again with a cgroup2 mount
      listed before the cpu hierarchy (hybrid) and in a cpuset without
      CPU 0; on both, the stress test in its short version
@@ -271,9 +272,10 @@ if ! "$CFSB_ROOT/scripts/kernel-series.sh" kunit-i386 >"$results/kunit-i386.tap"
 fi
 for cg in v2 v1; do
 	suites=(kunit borrowing stress)
-	# v2: upstream's cpu tests; v1: the tests with a cgroup2 mount beside
-	# the cpu hierarchy (hybrid) and in a cpuset without CPU 0.
-	if [[ $cg == v2 ]]; then suites+=(test_cpu); else suites+=(hybrid cpuset); fi
+	# v2: upstream's cpu tests and the permission tests without nsdelegate;
+	# v1: the tests with a cgroup2 mount beside the cpu hierarchy (hybrid)
+	# and in a cpuset without CPU 0.
+	if [[ $cg == v2 ]]; then suites+=(test_cpu no-nsdelegate); else suites+=(hybrid cpuset); fi
 	log "patched kernel, cgroup $cg: ${suites[*]}"
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup "$cg" -- \
 		selftests/run-in-guest.sh "$results/patched-$cg" "${suites[@]}" || true

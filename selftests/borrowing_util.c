@@ -22,6 +22,7 @@
 
 static char root[PATH_MAX];
 static bool is_v1;
+static bool nsdelegate;
 
 /* Whether a cgroup2 mount has the cpu controller (v1 may hold it: hybrid). */
 static bool v2_has_cpu(const char *mnt)
@@ -49,6 +50,7 @@ int bcg_init(void)
 		if (!strcmp(mnt->mnt_type, "cgroup2") && v2_has_cpu(mnt->mnt_dir)) {
 			snprintf(root, sizeof(root), "%s", mnt->mnt_dir);
 			is_v1 = false;
+			nsdelegate = !!hasmntopt(mnt, "nsdelegate");
 			break;
 		}
 		if (!strcmp(mnt->mnt_type, "cgroup") && hasmntopt(mnt, "cpu")) {
@@ -90,6 +92,11 @@ static int allowed_cpu(int idx)
 bool bcg_is_v1(void)
 {
 	return is_v1;
+}
+
+bool bcg_nsdelegate(void)
+{
+	return nsdelegate;
 }
 
 const char *bcg_root(void)

@@ -20,6 +20,8 @@
  */
 int bcg_init(void);
 bool bcg_is_v1(void);
+/* Whether cgroup namespaces are delegation boundaries (v2's nsdelegate). */
+bool bcg_nsdelegate(void);
 const char *bcg_root(void);
 
 /* Creates a cgroup under @parent with the cpu controller; malloc'd path. */

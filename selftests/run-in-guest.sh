@@ -11,7 +11,8 @@
 #         must find nothing; on a kernel with CONFIG_DEBUG_KMEMLEAK);
 #         on cgroup v1: hybrid (test_borrowing with a cgroup2 mount listed
 #         before the cpu hierarchy, as systemd's hybrid mode has one) and
-#         cpuset (test_borrowing in a cpuset without CPU 0).
+#         cpuset (test_borrowing in a cpuset without CPU 0); on cgroup v2:
+#         no-nsdelegate (the permission tests with nsdelegate turned off).
 # Runs only in that guest (scripts/guest-check.sh; on a board that is there
 # to be tested: CFSB_GUEST_ANYWHERE=1).
 set -uo pipefail
@@ -115,6 +116,28 @@ cpuset() {
 	return "$rc"
 }
 
+# shellcheck disable=SC2317 # called through run_suite
+no_nsdelegate() {
+	local rc
+	if ! grep -q '^cgroup2 /sys/fs/cgroup .*nsdelegate' /proc/mounts; then
+		echo "1..0 # SKIP needs cgroup v2 mounted on /sys/fs/cgroup with nsdelegate"
+		return 0
+	fi
+	# nsdelegate is the hierarchy's, not a mount's: a remount without it
+	# turns it off until the remount with it (naming the source, so that
+	# mount(8) does not carry the current options over).
+	mount -o remount cgroup2 /sys/fs/cgroup || return 1
+	if grep -q '^cgroup2 /sys/fs/cgroup .*nsdelegate' /proc/mounts; then
+		echo "not ok 1 nsdelegate is still on after a remount without it"
+		return 1
+	fi
+	"$bin/test_borrowing" -t cgroup_namespace_bounds_the_writer \
+		-t the_opener_decides -t delegatee_charges_inside_its_subtree_only
+	rc=$?
+	mount -o remount,nsdelegate cgroup2 /sys/fs/cgroup || rc=1
+	return "$rc"
+}
+
 status=0
 for suite in "$@"; do
 	case $suite in
@@ -126,6 +149,7 @@ for suite in "$@"; do
 	kmemleak) run_suite kmemleak kmemleak_scan || status=1 ;;
 	hybrid) run_suite hybrid hybrid || status=1 ;;
 	cpuset) run_suite cpuset cpuset || status=1 ;;
+	no-nsdelegate) run_suite no-nsdelegate no_nsdelegate || status=1 ;;
 	*) echo "unknown suite $suite" >&2; status=2 ;;
 	esac
 done

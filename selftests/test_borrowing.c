@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -113,10 +114,26 @@ static int become_nobody(void)
 	return 0;
 }
 
-/* Exit codes of the permission children: which errno the write got. */
+/*
+ * Exit codes of the permission children: which errno the write got (5 to 7
+ * are the children's own set-up failures).
+ */
 static int errno_code(int ret)
 {
-	return ret == -EPERM ? 1 : ret == -EACCES ? 2 : ret == 0 ? 3 : 4;
+	switch (ret) {
+	case -EPERM:
+		return 1;
+	case -EACCES:
+		return 2;
+	case 0:
+		return 3;
+	case -ENOENT:
+		return 4;
+	case -ESRCH:
+		return 8;
+	default:
+		return 9;
+	}
 }
 
 TEST(absent_on_root)
@@ -771,6 +788,13 @@ TEST_F(borrowing, indebted_group_killed_promptly)
 	EXPECT_GE(uncharged + 2 * PERIOD_US, indebted);
 }
 
+/*
+ * Who may charge. On cgroup v2 a charge needs what moving the worker into the
+ * group would (write access to cgroup.procs of their common ancestor; with
+ * nsdelegate, both in the opener's cgroup namespace); on v1, CAP_SYS_ADMIN
+ * in the initial user and cgroup namespaces. Both are checked for the file's
+ * opener, as cgroup.procs writes are.
+ */
 static int write_charge(const char *cg)
 {
 	return errno_code(bcg_charge(cg, 1000));
@@ -783,69 +807,125 @@ static int write_as_nobody(const char *cg)
 	return errno_code(bcg_charge(cg, 1000));
 }
 
-TEST_F(borrowing, nonroot_cannot_write)
+/* Owns the group's directory and files, as the creator of a cgroup does. */
+static void give_to_nobody(struct __test_metadata *_metadata, const char *cg,
+			   const char *const *files)
 {
 	char path[PATH_MAX];
 
+	ASSERT_EQ(0, chown(cg, NOBODY, NOBODY));
+	for (; *files; files++) {
+		snprintf(path, sizeof(path), "%s/%s", cg, *files);
+		ASSERT_EQ(0, chown(path, NOBODY, NOBODY)) TH_LOG("%s", path);
+	}
+}
+
+static const char *const borrowing_file[] = { BORROWING_FILE, NULL };
+
+TEST_F(borrowing, nonroot_cannot_write)
+{
 	set_bandwidth(_metadata, self->child, QUOTA_US);
 	/* The file's mode keeps others out ... */
 	EXPECT_EQ(2, in_child(write_as_nobody, self->child));
-	/* ... and owning it, as in a delegated subtree, does not help. */
-	snprintf(path, sizeof(path), "%s/%s", self->child, BORROWING_FILE);
-	ASSERT_EQ(0, chown(path, NOBODY, NOBODY));
-	ASSERT_EQ(0, chown(self->child, NOBODY, NOBODY));
-	EXPECT_EQ(1, in_child(write_as_nobody, self->child));
+	/*
+	 * ... and owning it does not help: on v2 nobody could not move
+	 * itself, the worker, into the group; v1 wants CAP_SYS_ADMIN.
+	 */
+	give_to_nobody(_metadata, self->child, borrowing_file);
+	EXPECT_EQ(bcg_is_v1() ? 1 : 2, in_child(write_as_nobody, self->child));
 	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
 }
 
 static int write_in_user_ns(const char *cg)
 {
-	if (unshare(CLONE_NEWUSER))
+	/*
+	 * A container's root that is nobody on the host. A change of user
+	 * leaves the process undumpable, its /proc files root's: undo that.
+	 */
+	if (become_nobody() || prctl(PR_SET_DUMPABLE, 1) ||
+	    unshare(CLONE_NEWUSER))
 		return 6;
-	/* Root of the new namespace, mapped to root: owner of the file. */
 	if (write_text("/proc/self/setgroups", "deny", 4) < 0 ||
-	    write_text("/proc/self/uid_map", "0 0 1", 5) < 0 ||
-	    write_text("/proc/self/gid_map", "0 0 1", 5) < 0)
+	    write_text("/proc/self/uid_map", "0 65534 1", 9) < 0 ||
+	    write_text("/proc/self/gid_map", "0 65534 1", 9) < 0)
 		return 7;
 	return errno_code(bcg_charge(cg, 1000));
 }
 
-TEST_F(borrowing, user_namespace_root_cannot_write)
+TEST_F(borrowing, user_namespace_root_is_its_host_user)
 {
 	set_bandwidth(_metadata, self->child, QUOTA_US);
-	EXPECT_EQ(1, in_child(write_in_user_ns, self->child));
+	give_to_nobody(_metadata, self->child, borrowing_file);
+	EXPECT_EQ(bcg_is_v1() ? 1 : 2, in_child(write_in_user_ns, self->child));
 	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
 }
 
+/* On v2, a leaf for the writer to enter before it unshares its namespace. */
+static char *ns_leaf;
+
 static int write_in_cgroup_ns(const char *cg)
 {
+	if (ns_leaf && cg_enter(ns_leaf, getpid()))
+		return 5;
 	if (unshare(CLONE_NEWCGROUP))
 		return 6;
 	/* The hierarchy stays mounted at the same path: only the namespace differs. */
 	return errno_code(bcg_charge(cg, 1000));
 }
 
-/* A container given CAP_SYS_ADMIN without a user namespace has the host's. */
-TEST_F(borrowing, cgroup_namespace_cannot_write)
+/*
+ * A container given CAP_SYS_ADMIN without a user namespace has the host's;
+ * its cgroup namespace bounds it where namespaces are delegation boundaries
+ * (v2 with nsdelegate) and on v1. Without nsdelegate it could move itself
+ * into the group anyway.
+ */
+TEST_F(borrowing, cgroup_namespace_bounds_the_writer)
 {
+	int want = bcg_is_v1() ? 1 : bcg_nsdelegate() ? 4 : 3;
+
 	set_bandwidth(_metadata, self->child, QUOTA_US);
-	EXPECT_EQ(1, in_child(write_in_cgroup_ns, self->child));
-	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
+	if (!bcg_is_v1()) {
+		ns_leaf = bcg_create(self->parent, "ns_leaf");
+		ASSERT_NE(NULL, ns_leaf);
+	}
+	TH_LOG("%s", bcg_is_v1() ? "v1" : bcg_nsdelegate() ? "nsdelegate" :
+	       "v2 without nsdelegate");
+	EXPECT_EQ(want, in_child(write_in_cgroup_ns, self->child));
+	EXPECT_EQ(want == 3 ? NS(1000) : 0, BORROW_STAT(self->child).borrowed);
+	free(ns_leaf);
+	ns_leaf = NULL;
+}
+
+/* The test's PID on the host, which a new PID namespace of a few tasks lacks. */
+static pid_t host_pid;
+
+static int write_as_pid_ns_init(const char *cg)
+{
+	int own = errno_code(bcg_charge(cg, 1000));
+	int outsider = errno_code(bcg_charge_for(cg, 1000, host_pid));
+
+	return own == 3 && outsider == 8 ? 3 : own != 3 ? own : outsider;
 }
 
 static int write_in_pid_ns(const char *cg)
 {
-	/* unshare() puts the children, not the caller, in the new namespace. */
+	/*
+	 * unshare() puts the children, not the caller, in the new namespace;
+	 * the first is its init, the namespace ends with it.
+	 */
 	if (unshare(CLONE_NEWPID))
 		return 6;
-	return in_child(write_charge, cg);
+	return in_child(write_as_pid_ns_init, cg);
 }
 
-TEST_F(borrowing, pid_namespace_cannot_write)
+/* A PID names the worker in the writer's namespace, as in cgroup.procs. */
+TEST_F(borrowing, pid_namespace_names_its_own_tasks)
 {
 	set_bandwidth(_metadata, self->child, QUOTA_US);
-	EXPECT_EQ(1, in_child(write_in_pid_ns, self->child));
-	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
+	host_pid = getpid();
+	ASSERT_LT(2, host_pid);
+	EXPECT_EQ(3, in_child(write_in_pid_ns, self->child));
+	EXPECT_EQ(NS(1000), BORROW_STAT(self->child).borrowed);
 }
 
 /* The same charge from the host's namespaces: the control for the above. */
@@ -856,43 +936,156 @@ TEST_F(borrowing, initial_namespaces_can_write)
 	EXPECT_EQ(NS(1000), BORROW_STAT(self->child).borrowed);
 }
 
-static int write_opened_by_root(const char *cg)
+static int open_borrowing(const char *cg)
 {
 	char path[PATH_MAX];
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", cg, BORROWING_FILE);
-	fd = open(path, O_WRONLY);
+	return open(path, O_WRONLY);
+}
+
+static int write_fd(int fd)
+{
+	return errno_code(write(fd, "1000", 4) < 0 ? -errno : 0);
+}
+
+static int write_opened_by_root(const char *cg)
+{
+	int fd = open_borrowing(cg);
+
 	if (fd < 0 || become_nobody())
 		return 5;
-	return errno_code(write(fd, "1000", 4) < 0 ? -errno : 0);
+	return write_fd(fd);
+}
+
+static int write_opened_before_cgroup_ns(const char *cg)
+{
+	int fd = open_borrowing(cg);
+
+	if (fd < 0 || (ns_leaf && cg_enter(ns_leaf, getpid())) ||
+	    unshare(CLONE_NEWCGROUP))
+		return 5;
+	return write_fd(fd);
 }
 
 static int write_opened_by_nobody(const char *cg)
 {
-	char path[PATH_MAX];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", cg, BORROWING_FILE);
 	/* Open with nobody's credentials, then become root again. */
 	if (setresuid(-1, NOBODY, -1))
 		return 5;
-	fd = open(path, O_WRONLY);
+	fd = open_borrowing(cg);
 	if (fd < 0 || setresuid(-1, 0, -1))
 		return 5;
-	return errno_code(write(fd, "1000", 4) < 0 ? -errno : 0);
+	return write_fd(fd);
 }
 
-TEST_F(borrowing, opener_and_writer_both_need_privilege)
+/* A file descriptor carries its opener's rights, not its writer's. */
+TEST_F(borrowing, the_opener_decides)
 {
-	char path[PATH_MAX];
-
 	set_bandwidth(_metadata, self->child, QUOTA_US);
-	EXPECT_EQ(1, in_child(write_opened_by_root, self->child));
-	snprintf(path, sizeof(path), "%s/%s", self->child, BORROWING_FILE);
-	ASSERT_EQ(0, chown(path, NOBODY, NOBODY));
-	EXPECT_EQ(1, in_child(write_opened_by_nobody, self->child));
+	EXPECT_EQ(3, in_child(write_opened_by_root, self->child));
+	if (!bcg_is_v1()) {
+		ns_leaf = bcg_create(self->parent, "ns_leaf");
+		ASSERT_NE(NULL, ns_leaf);
+	}
+	EXPECT_EQ(3, in_child(write_opened_before_cgroup_ns, self->child));
+	free(ns_leaf);
+	ns_leaf = NULL;
+	give_to_nobody(_metadata, self->child, borrowing_file);
+	EXPECT_EQ(bcg_is_v1() ? 1 : 2, in_child(write_opened_by_nobody, self->child));
+	EXPECT_EQ(NS(2000), BORROW_STAT(self->child).borrowed);
+}
+
+/*
+ * Delegation as cgroup-v2.rst describes it: the subtree's root directory
+ * and its cgroup.procs, cgroup.threads and cgroup.subtree_control go to the
+ * delegatee, who creates (and so owns) the groups below.
+ */
+static const char *const delegated_files[] = {
+	"cgroup.procs", "cgroup.threads", "cgroup.subtree_control", NULL
+};
+
+static int delegatee_creates_groups(const char *subtree)
+{
+	char *client, *worker;
+
+	if (become_nobody())
+		return 5;
+	client = bcg_create(subtree, "client");
+	worker = bcg_create(subtree, "worker");
+	if (!client || !worker || bcg_set_bandwidth(client, QUOTA_US, PERIOD_US))
+		return 6;
+	return 0;
+}
+
+static pid_t worker_pid;
+
+static int nobody_charges_for_worker(const char *cg)
+{
+	if (become_nobody())
+		return 5;
+	return errno_code(bcg_charge_for(cg, 1000, worker_pid));
+}
+
+static pid_t start_worker(struct __test_metadata *_metadata, const char *cg)
+{
+	pid_t pid = bcg_start_sleeper(cg);
+
+	EXPECT_LT(0, pid);
+	EXPECT_EQ(0, cg_wait_for_proc_count(cg, 1));
+	return pid;
+}
+
+static void stop_worker(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+TEST_F(borrowing, delegatee_charges_inside_its_subtree_only)
+{
+	char *subtree, *client, *worker;
+	pid_t inside, outside;
+
+	if (bcg_is_v1())
+		SKIP(return, "cgroup v1 has no delegation");
+	subtree = bcg_create(self->parent, "delegated");
+	ASSERT_NE(NULL, subtree);
+	/* The subtree's own limit is the delegator's: it never pays. */
+	set_bandwidth(_metadata, subtree, 2 * QUOTA_US);
+	give_to_nobody(_metadata, subtree, delegated_files);
+	ASSERT_EQ(0, in_child(delegatee_creates_groups, subtree));
+	client = cg_name(subtree, "client");
+	worker = cg_name(subtree, "worker");
+	ASSERT_NE(NULL, client);
+	ASSERT_NE(NULL, worker);
+
+	/* Its own worker: it could move it into the client. */
+	inside = start_worker(_metadata, worker);
+	worker_pid = inside;
+	EXPECT_EQ(3, in_child(nobody_charges_for_worker, client));
+	EXPECT_EQ(NS(1000), BORROW_STAT(client).borrowed);
+	EXPECT_EQ(0, BORROW_STAT(subtree).borrowed);
+
+	/* A worker outside the subtree: it could not. */
+	outside = start_worker(_metadata, self->child);
+	worker_pid = outside;
+	EXPECT_EQ(2, in_child(nobody_charges_for_worker, client));
+	/* Nor may it charge the subtree's root, or a group outside. */
+	worker_pid = inside;
+	EXPECT_EQ(2, in_child(nobody_charges_for_worker, subtree));
+	EXPECT_EQ(2, in_child(nobody_charges_for_worker, self->child));
+	EXPECT_EQ(NS(1000), BORROW_STAT(client).borrowed);
+	EXPECT_EQ(0, BORROW_STAT(subtree).borrowed);
 	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
+
+	stop_worker(inside);
+	stop_worker(outside);
+	free(client);
+	free(worker);
+	free(subtree);
 }
 
 TEST_HARNESS_MAIN

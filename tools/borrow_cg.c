@@ -781,9 +781,10 @@ const char *bcg_strerror(int err)
 		       "charge without --worker-pid";
 	case EACCES:
 	case EPERM:
-		return "permission denied: charging needs CAP_SYS_ADMIN in the "
-		       "initial user namespace, from the initial cgroup and PID "
-		       "namespaces";
+		return "permission denied: a charge needs what moving the worker "
+		       "into the group would (cgroup v2: write access to "
+		       "cgroup.procs of their common ancestor; v1: CAP_SYS_ADMIN "
+		       "in the initial user and cgroup namespaces)";
 	case EINVAL:
 		return "invalid value: the kernel takes a decimal number of microseconds";
 	case ERANGE:
@@ -791,7 +792,8 @@ const char *bcg_strerror(int err)
 	case ESRCH:
 		return "no such process";
 	case ENOENT:
-		return "no such cgroup";
+		return "no such cgroup (or, with nsdelegate, the group or the "
+		       "worker is outside this cgroup namespace)";
 	default:
 		return strerror(-err);
 	}
