@@ -437,12 +437,12 @@ remake_commits() {
 			log "$(git -C "$from" log -1 --format='%h %s' "$c"): dropped, its changes are in the sources"
 			continue
 		fi
+		date=$(git -C "$from" log -1 --format=%aI "$c")
 		if [[ -z ${REMAKE_IDENT:-} ]]; then
-			GIT_COMMITTER_DATE=$(git -C "$from" log -1 --format=%aI "$c") git -C "$scratch" \
-				-c user.name="cfs-borrowing build" -c user.email=build@localhost commit -q --no-verify -C "$c"
+			GIT_COMMITTER_DATE=$date git -C "$scratch" -c user.name="cfs-borrowing build" \
+				-c user.email=build@localhost commit -q --no-verify -C "$c"
 			continue
 		fi
-		date=$(git -C "$from" log -1 --format=%aI "$c")
 		git -C "$from" log -1 --format=%B "$c" |
 			awk -v ident="$REMAKE_IDENT" '/^Signed-off-by: / { $0 = "Signed-off-by: " ident } { print }' |
 			GIT_COMMITTER_DATE=$date git -C "$scratch" -c user.name="cfs-borrowing build" \

@@ -116,10 +116,15 @@ cpuset() {
 	return "$rc"
 }
 
+# shellcheck disable=SC2317 # called from no_nsdelegate
+nsdelegate_on() {
+	grep -q '^cgroup2 /sys/fs/cgroup .*nsdelegate' /proc/mounts
+}
+
 # shellcheck disable=SC2317 # called through run_suite
 no_nsdelegate() {
 	local rc
-	if ! grep -q '^cgroup2 /sys/fs/cgroup .*nsdelegate' /proc/mounts; then
+	if ! nsdelegate_on; then
 		echo "1..0 # SKIP needs cgroup v2 mounted on /sys/fs/cgroup with nsdelegate"
 		return 0
 	fi
@@ -127,7 +132,7 @@ no_nsdelegate() {
 	# turns it off until the remount with it (naming the source, so that
 	# mount(8) does not carry the current options over).
 	mount -o remount cgroup2 /sys/fs/cgroup || return 1
-	if grep -q '^cgroup2 /sys/fs/cgroup .*nsdelegate' /proc/mounts; then
+	if nsdelegate_on; then
 		echo "not ok 1 nsdelegate is still on after a remount without it"
 		return 1
 	fi
