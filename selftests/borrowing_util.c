@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../kselftest.h"
 #include "cgroup_util.h"
 #include "borrowing_util.h"
 
@@ -269,6 +270,31 @@ int bcg_charge_for(const char *cg, long usec, pid_t worker)
 	char buf[48];
 
 	snprintf(buf, sizeof(buf), "%ld %d", usec, worker);
+	return bcg_write_borrowing(cg, buf);
+}
+
+unsigned long long bcg_id(const char *cg)
+{
+	/* A cgroup's file handle is its 64-bit id; an inode number may be 32 bits. */
+	union {
+		struct file_handle fh;
+		char buf[sizeof(struct file_handle) + sizeof(unsigned long long)];
+	} h = { .fh.handle_bytes = sizeof(unsigned long long) };
+	unsigned long long id;
+	int mount_id;
+
+	if (name_to_handle_at(AT_FDCWD, cg, &h.fh, &mount_id, 0) ||
+	    h.fh.handle_bytes != sizeof(id))
+		return 0;
+	memcpy(&id, h.fh.f_handle, sizeof(id));
+	return id;
+}
+
+int bcg_charge_for_id(const char *cg, long usec, unsigned long long id)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%ld cgroup=%llu", usec, id);
 	return bcg_write_borrowing(cg, buf);
 }
 

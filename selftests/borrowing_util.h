@@ -62,6 +62,10 @@ int bcg_write_borrowing(const char *cg, const char *value);
 int bcg_charge(const char *cg, long usec);
 /* Charges @usec spent by @worker ("USEC PID"): 0 or -errno. */
 int bcg_charge_for(const char *cg, long usec, pid_t worker);
+/* The id of the cgroup at @cg (from its file handle), or 0. */
+unsigned long long bcg_id(const char *cg);
+/* Charges @usec spent by a task of the cgroup @id ("USEC cgroup=ID"): 0 or -errno. */
+int bcg_charge_for_id(const char *cg, long usec, unsigned long long id);
 
 /* sched_cfs_bandwidth_slice_us, or -1. */
 long bcg_bandwidth_slice_usec(void);

@@ -137,7 +137,8 @@ no_nsdelegate() {
 		return 1
 	fi
 	"$bin/test_borrowing" -t cgroup_namespace_bounds_the_writer \
-		-t the_opener_decides -t delegatee_charges_inside_its_subtree_only
+		-t cgroup_namespace_bounds_the_ids -t the_opener_decides \
+		-t delegatee_charges_inside_its_subtree_only
 	rc=$?
 	mount -o remount,nsdelegate cgroup2 /sys/fs/cgroup || rc=1
 	return "$rc"

@@ -202,6 +202,11 @@ TEST_F(borrowing, bad_input)
 		{ "1 pid", -EINVAL },
 		{ "1 99999999999", -EINVAL },
 		{ "1 2147483647", -ESRCH },
+		{ "1 cgroup=", -EINVAL },
+		{ "1 cgroup=0", -EINVAL },
+		{ "1 cgroup=x", -EINVAL },
+		{ "1 cgroup=18446744073709551616", -EINVAL },
+		{ "1 cgroup=18446744073709551615", -ENOENT },
 		{ "17592186044416", -ERANGE },		/* 2^44 */
 		{ "18446744073709551616", -ERANGE },	/* 2^64 */
 		{ "99999999999999999999999", -ERANGE },
@@ -326,6 +331,64 @@ TEST_F(borrowing, worker_names_the_cut)
 	kill(inside, SIGKILL);
 	waitpid(beside, NULL, 0);
 	waitpid(inside, NULL, 0);
+	free(sibling);
+}
+
+/* The worker's cgroup, named by its id, sets the cut as the worker does. */
+TEST_F(borrowing, cgroup_id_names_the_cut)
+{
+	char *sibling = bcg_create(self->parent, "worker");
+
+	ASSERT_NE(NULL, sibling);
+	set_bandwidth(_metadata, self->parent, 2 * QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
+
+	ASSERT_EQ(0, bcg_charge_for_id(self->child, 3000, bcg_id(sibling)));
+	EXPECT_EQ(NS(3000), BORROW_STAT(self->child).borrowed);
+	EXPECT_EQ(0, BORROW_STAT(self->parent).borrowed);
+
+	ASSERT_EQ(0, bcg_charge_for_id(self->child, 4000, bcg_id(self->child)));
+	EXPECT_EQ(NS(7000), BORROW_STAT(self->child).borrowed);
+	EXPECT_EQ(NS(4000), BORROW_STAT(self->child).dropped);
+	EXPECT_EQ(0, BORROW_STAT(self->parent).borrowed);
+
+	ASSERT_EQ(0, bcg_charge_for_id(self->child, 5000, bcg_id(bcg_root())));
+	EXPECT_EQ(NS(5000), BORROW_STAT(self->parent).borrowed);
+	free(sibling);
+}
+
+/*
+ * A worker's cgroup outlives it: an agent that charges after the worker
+ * exited (and its PID is free for another task) still finds the cut.
+ */
+TEST_F(borrowing, charge_outlives_the_worker)
+{
+	char *sibling = bcg_create(self->parent, "worker");
+	unsigned long long id;
+	char value[64];
+	pid_t worker;
+
+	ASSERT_NE(NULL, sibling);
+	set_bandwidth(_metadata, self->parent, 2 * QUOTA_US);
+	set_bandwidth(_metadata, self->child, QUOTA_US);
+	id = bcg_id(sibling);
+	ASSERT_NE(0, id);
+	worker = bcg_start_sleeper(sibling);
+	ASSERT_LT(0, worker);
+	ASSERT_EQ(0, cg_wait_for_proc_count(sibling, 1));
+	kill(worker, SIGKILL);
+	ASSERT_EQ(worker, waitpid(worker, NULL, 0));
+
+	EXPECT_EQ(-ESRCH, bcg_charge_for(self->child, 1000, worker));
+	EXPECT_EQ(0, bcg_charge_for_id(self->child, 2000, id));
+	EXPECT_EQ(NS(2000), BORROW_STAT(self->child).borrowed);
+	EXPECT_EQ(0, BORROW_STAT(self->parent).borrowed);
+
+	/* Once the cgroup is removed, its id names nothing. */
+	ASSERT_EQ(0, bcg_destroy(sibling));
+	snprintf(value, sizeof(value), "1000 cgroup=%llu", id);
+	EXPECT_EQ(-ENOENT, bcg_write_borrowing(self->child, value));
+	EXPECT_EQ(NS(2000), BORROW_STAT(self->child).borrowed);
 	free(sibling);
 }
 
@@ -860,15 +923,33 @@ TEST_F(borrowing, user_namespace_root_is_its_host_user)
 	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
 }
 
-/* On v2, a leaf for the writer to enter before it unshares its namespace. */
+/* A leaf for the writer to enter before it unshares its cgroup namespace. */
 static char *ns_leaf;
+
+static void make_ns_leaf(struct __test_metadata *_metadata, const char *parent)
+{
+	ns_leaf = bcg_create(parent, "ns_leaf");
+	ASSERT_NE(NULL, ns_leaf);
+}
+
+static void drop_ns_leaf(void)
+{
+	free(ns_leaf);
+	ns_leaf = NULL;
+}
+
+/* Enters ns_leaf, if made, and then a new cgroup namespace: 0 or -1. */
+static int enter_cgroup_ns(void)
+{
+	if (ns_leaf && cg_enter(ns_leaf, getpid()))
+		return -1;
+	return unshare(CLONE_NEWCGROUP);
+}
 
 static int write_in_cgroup_ns(const char *cg)
 {
-	if (ns_leaf && cg_enter(ns_leaf, getpid()))
+	if (enter_cgroup_ns())
 		return 5;
-	if (unshare(CLONE_NEWCGROUP))
-		return 6;
 	/* The hierarchy stays mounted at the same path: only the namespace differs. */
 	return errno_code(bcg_charge(cg, 1000));
 }
@@ -884,16 +965,42 @@ TEST_F(borrowing, cgroup_namespace_bounds_the_writer)
 	int want = bcg_is_v1() ? 1 : bcg_nsdelegate() ? 4 : 3;
 
 	set_bandwidth(_metadata, self->child, QUOTA_US);
-	if (!bcg_is_v1()) {
-		ns_leaf = bcg_create(self->parent, "ns_leaf");
-		ASSERT_NE(NULL, ns_leaf);
-	}
+	if (!bcg_is_v1())
+		make_ns_leaf(_metadata, self->parent);
 	TH_LOG("%s", bcg_is_v1() ? "v1" : bcg_nsdelegate() ? "nsdelegate" :
 	       "v2 without nsdelegate");
 	EXPECT_EQ(want, in_child(write_in_cgroup_ns, self->child));
 	EXPECT_EQ(want == 3 ? NS(1000) : 0, BORROW_STAT(self->child).borrowed);
-	free(ns_leaf);
-	ns_leaf = NULL;
+	drop_ns_leaf();
+}
+
+static unsigned long long outside_id, inside_id;
+
+static int write_ids_in_cgroup_ns(const char *cg)
+{
+	if (enter_cgroup_ns())
+		return 5;
+	return errno_code(bcg_charge_for_id(cg, 1000, outside_id)) * 10 +
+	       errno_code(bcg_charge_for_id(cg, 1000, inside_id));
+}
+
+/*
+ * An id names a cgroup that the opener's cgroup namespace shows; whether
+ * the charge is then allowed is the rule above.
+ */
+TEST_F(borrowing, cgroup_namespace_bounds_the_ids)
+{
+	int inside = bcg_is_v1() ? 1 : bcg_nsdelegate() ? 4 : 3;
+
+	set_bandwidth(_metadata, self->child, QUOTA_US);
+	make_ns_leaf(_metadata, self->parent);
+	outside_id = bcg_id(self->parent);
+	inside_id = bcg_id(ns_leaf);
+	ASSERT_NE(0, outside_id);
+	ASSERT_NE(0, inside_id);
+	EXPECT_EQ(40 + inside, in_child(write_ids_in_cgroup_ns, self->child));
+	EXPECT_EQ(inside == 3 ? NS(1000) : 0, BORROW_STAT(self->child).borrowed);
+	drop_ns_leaf();
 }
 
 /* The test's PID on the host, which a new PID namespace of a few tasks lacks. */
@@ -901,10 +1008,8 @@ static pid_t host_pid;
 
 static int write_as_pid_ns_init(const char *cg)
 {
-	int own = errno_code(bcg_charge(cg, 1000));
-	int outsider = errno_code(bcg_charge_for(cg, 1000, host_pid));
-
-	return own == 3 && outsider == 8 ? 3 : own != 3 ? own : outsider;
+	return errno_code(bcg_charge(cg, 1000)) * 10 +
+	       errno_code(bcg_charge_for(cg, 1000, host_pid));
 }
 
 static int write_in_pid_ns(const char *cg)
@@ -924,7 +1029,8 @@ TEST_F(borrowing, pid_namespace_names_its_own_tasks)
 	set_bandwidth(_metadata, self->child, QUOTA_US);
 	host_pid = getpid();
 	ASSERT_LT(2, host_pid);
-	EXPECT_EQ(3, in_child(write_in_pid_ns, self->child));
+	/* Its own charge is allowed; the host's PID names nothing there. */
+	EXPECT_EQ(38, in_child(write_in_pid_ns, self->child));
 	EXPECT_EQ(NS(1000), BORROW_STAT(self->child).borrowed);
 }
 
@@ -962,8 +1068,7 @@ static int write_opened_before_cgroup_ns(const char *cg)
 {
 	int fd = open_borrowing(cg);
 
-	if (fd < 0 || (ns_leaf && cg_enter(ns_leaf, getpid())) ||
-	    unshare(CLONE_NEWCGROUP))
+	if (fd < 0 || enter_cgroup_ns())
 		return 5;
 	return write_fd(fd);
 }
@@ -986,13 +1091,10 @@ TEST_F(borrowing, the_opener_decides)
 {
 	set_bandwidth(_metadata, self->child, QUOTA_US);
 	EXPECT_EQ(3, in_child(write_opened_by_root, self->child));
-	if (!bcg_is_v1()) {
-		ns_leaf = bcg_create(self->parent, "ns_leaf");
-		ASSERT_NE(NULL, ns_leaf);
-	}
+	if (!bcg_is_v1())
+		make_ns_leaf(_metadata, self->parent);
 	EXPECT_EQ(3, in_child(write_opened_before_cgroup_ns, self->child));
-	free(ns_leaf);
-	ns_leaf = NULL;
+	drop_ns_leaf();
 	give_to_nobody(_metadata, self->child, borrowing_file);
 	EXPECT_EQ(bcg_is_v1() ? 1 : 2, in_child(write_opened_by_nobody, self->child));
 	EXPECT_EQ(NS(2000), BORROW_STAT(self->child).borrowed);
@@ -1021,12 +1123,20 @@ static int delegatee_creates_groups(const char *subtree)
 }
 
 static pid_t worker_pid;
+static unsigned long long worker_id;
 
 static int nobody_charges_for_worker(const char *cg)
 {
 	if (become_nobody())
 		return 5;
 	return errno_code(bcg_charge_for(cg, 1000, worker_pid));
+}
+
+static int nobody_charges_for_worker_cgroup(const char *cg)
+{
+	if (become_nobody())
+		return 5;
+	return errno_code(bcg_charge_for_id(cg, 1000, worker_id));
 }
 
 static pid_t start_worker(struct __test_metadata *_metadata, const char *cg)
@@ -1077,7 +1187,16 @@ TEST_F(borrowing, delegatee_charges_inside_its_subtree_only)
 	worker_pid = inside;
 	EXPECT_EQ(2, in_child(nobody_charges_for_worker, subtree));
 	EXPECT_EQ(2, in_child(nobody_charges_for_worker, self->child));
-	EXPECT_EQ(NS(1000), BORROW_STAT(client).borrowed);
+
+	/* The same, naming the workers' cgroups. */
+	worker_id = bcg_id(worker);
+	EXPECT_EQ(3, in_child(nobody_charges_for_worker_cgroup, client));
+	worker_id = bcg_id(self->child);
+	EXPECT_EQ(2, in_child(nobody_charges_for_worker_cgroup, client));
+	worker_id = bcg_id(self->parent);
+	EXPECT_EQ(2, in_child(nobody_charges_for_worker_cgroup, client));
+
+	EXPECT_EQ(NS(2000), BORROW_STAT(client).borrowed);
 	EXPECT_EQ(0, BORROW_STAT(subtree).borrowed);
 	EXPECT_EQ(0, BORROW_STAT(self->child).borrowed);
 

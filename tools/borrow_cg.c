@@ -567,10 +567,12 @@ int bcg_check(const struct bcg *g)
 	return -BCG_ENOFEATURE;
 }
 
-int bcg_charge(const struct bcg *g, unsigned long long usec, pid_t worker)
+/* Writes the charge BUF to the group's file: 0 or -error. */
+static int write_charge(const struct bcg *g, const char *buf)
 {
-	char path[PATH_MAX + 64], buf[64];
-	int fd, len, ret = 0;
+	char path[PATH_MAX + 64];
+	ssize_t len = strlen(buf);
+	int fd, ret;
 
 	ret = bcg_check(g);
 	if (ret)
@@ -579,16 +581,59 @@ int bcg_charge(const struct bcg *g, unsigned long long usec, pid_t worker)
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? bcg_check(g) ?: -ENOENT : -errno;
-	if (worker > 0)
-		len = snprintf(buf, sizeof(buf), "%llu %d", usec, (int)worker);
-	else
-		len = snprintf(buf, sizeof(buf), "%llu", usec);
 	if (write(fd, buf, len) != len)
 		ret = -errno;
 	close(fd);
+	return ret;
+}
+
+int bcg_charge(const struct bcg *g, unsigned long long usec, pid_t worker)
+{
+	char buf[64];
+	int ret;
+
+	if (worker > 0)
+		snprintf(buf, sizeof(buf), "%llu %d", usec, (int)worker);
+	else
+		snprintf(buf, sizeof(buf), "%llu", usec);
+	ret = write_charge(g, buf);
 	/* The number was checked: a refused pair is a kernel without it. */
 	if (ret == -EINVAL && worker > 0)
 		ret = -BCG_EPIDFORM;
+	return ret;
+}
+
+int bcg_id(const struct bcg *g, unsigned long long *id)
+{
+	/* The handle is the 64-bit id: an inode number may hold 32 bits of it. */
+	union {
+		struct file_handle fh;
+		char buf[sizeof(struct file_handle) + sizeof(*id)];
+	} h = { .fh.handle_bytes = sizeof(*id) };
+	int mount_id;
+
+	if (name_to_handle_at(AT_FDCWD, g->dir, &h.fh, &mount_id, 0))
+		return -errno;
+	if (h.fh.handle_bytes != sizeof(*id))
+		return -EOPNOTSUPP;
+	memcpy(id, h.fh.f_handle, sizeof(*id));
+	return 0;
+}
+
+int bcg_charge_for_group(const struct bcg *g, unsigned long long usec,
+			 const struct bcg *worker)
+{
+	unsigned long long id;
+	char buf[64];
+	int ret;
+
+	ret = bcg_id(worker, &id);
+	if (ret)
+		return ret;
+	snprintf(buf, sizeof(buf), "%llu cgroup=%llu", usec, id);
+	ret = write_charge(g, buf);
+	if (ret == -EINVAL)
+		ret = -BCG_ECGROUPFORM;
 	return ret;
 }
 
@@ -779,6 +824,9 @@ const char *bcg_strerror(int err)
 	case BCG_EPIDFORM:
 		return "this kernel does not take a worker pid (\"USEC PID\"); "
 		       "charge without --worker-pid";
+	case BCG_ECGROUPFORM:
+		return "this kernel does not take a worker's cgroup "
+		       "(\"USEC cgroup=ID\"); charge with --worker-pid";
 	case EACCES:
 	case EPERM:
 		return "permission denied: a charge needs what moving the worker "
@@ -814,6 +862,7 @@ int bcg_exit_status(int err)
 	case BCG_EROOT:
 	case BCG_EAMBIGUOUS:
 	case BCG_EPIDFORM:
+	case BCG_ECGROUPFORM:
 		return EXIT_USAGE;
 	default:
 		return 1;

@@ -33,6 +33,7 @@ enum {
 	BCG_ENOCONTAINER,	/* no engine knows the container */
 	BCG_EAMBIGUOUS,		/* the container id prefix matches several */
 	BCG_EPIDFORM,		/* the kernel takes no "USEC PID" form */
+	BCG_ECGROUPFORM,	/* the kernel takes no "USEC cgroup=ID" form */
 };
 
 struct bcg {
@@ -123,6 +124,14 @@ int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
 int bcg_check(const struct bcg *g);
 /* Charge USEC (for WORKER if not 0): 0 or -error. */
 int bcg_charge(const struct bcg *g, unsigned long long usec, pid_t worker);
+/*
+ * Charge USEC spent by a task of the group WORKER, named by its cgroup id
+ * ("USEC cgroup=ID"): it needs no live task. 0 or -error.
+ */
+int bcg_charge_for_group(const struct bcg *g, unsigned long long usec,
+			 const struct bcg *worker);
+/* The group's cgroup id (from its file handle, 64 bits): 0 or -errno. */
+int bcg_id(const struct bcg *g, unsigned long long *id);
 /* Reads the group's numbers: 0 or -error (of the borrowing file). */
 int bcg_read(const struct bcg *g, struct bcg_stat *st);
 /* Just what it owes and its quota per period (-1: none), in us. */

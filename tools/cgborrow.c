@@ -3,7 +3,7 @@
  * cgborrow: charge CPU time to a cgroup's cpu.cfs.borrowing_us and show
  * what groups borrow, owe and pay, on cgroup v1 and v2.
  *
- *   cgborrow charge CGROUP USEC [--worker-pid PID]
+ *   cgborrow charge CGROUP USEC [--worker-pid PID | --worker-cgroup CGROUP]
  *   cgborrow show [--json] CGROUP...
  *   cgborrow top [--once] [CGROUP...]
  *
@@ -28,7 +28,8 @@
 static const char *prog = "cgborrow";
 
 static const char usage_text[] =
-"Usage: cgborrow charge {CGROUP | --pid PID | --container ID} USEC [--worker-pid PID]\n"
+"Usage: cgborrow charge {CGROUP | --pid PID | --container ID} USEC\n"
+"                       [--worker-pid PID | --worker-cgroup CGROUP]\n"
 "       cgborrow show [--json] {CGROUP | --pid PID | --container ID}...\n"
 "       cgborrow top [--once] [--delay SEC] [--iterations N] [--all]\n"
 "                    [CGROUP | --pid PID | --container ID]...\n"
@@ -39,7 +40,9 @@ static const char usage_text[] =
 "\n"
 "  charge   add USEC microseconds to what the group owes; with --worker-pid,\n"
 "           name the process that spent them (the kernel then also charges\n"
-"           the group's ancestors up to the one it shares with the worker)\n"
+"           the group's ancestors up to the one it shares with the worker),\n"
+"           or with --worker-cgroup its group (by id: the worker may have\n"
+"           exited)\n"
 "  show     what the group owes, its quota and period and its cpu.stat\n"
 "           counters (v1's nanoseconds converted to microseconds);\n"
 "           --json prints a JSON array\n"
@@ -126,12 +129,14 @@ static int fail_target(struct target *t, int err)
 
 enum {
 	OPT_PID = 1000, OPT_CONTAINER, OPT_WORKER, OPT_JSON, OPT_ONCE, OPT_ALL,
+	OPT_WORKER_CGROUP,
 };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "container", required_argument, NULL, OPT_CONTAINER },
 	{ "worker-pid", required_argument, NULL, OPT_WORKER },
+	{ "worker-cgroup", required_argument, NULL, OPT_WORKER_CGROUP },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "all", no_argument, NULL, OPT_ALL },
@@ -145,6 +150,7 @@ struct opts {
 	struct target *targets;
 	int nr_targets;
 	const char *worker;
+	const char *worker_cgroup;
 	bool json, once, all;
 	double delay;
 	long iterations;
@@ -197,6 +203,9 @@ static int parse(int argc, char **argv, struct opts *o, const char *allowed)
 		case OPT_WORKER:
 			o->worker = optarg;
 			break;
+		case OPT_WORKER_CGROUP:
+			o->worker_cgroup = optarg;
+			break;
 		case OPT_JSON:
 			o->json = true;
 			break;
@@ -231,6 +240,7 @@ static int parse(int argc, char **argv, struct opts *o, const char *allowed)
 static int cmd_charge(struct opts *o)
 {
 	unsigned long long usec;
+	struct bcg worker_g;
 	struct target *t;
 	pid_t worker = 0;
 	int ret;
@@ -251,10 +261,23 @@ static int cmd_charge(struct opts *o)
 				 o->args[o->nr_args - 1]);
 	if (o->worker && bcg_parse_pid(o->worker, &worker))
 		return bad_usage("invalid worker pid '%s'", o->worker);
+	if (o->worker && o->worker_cgroup)
+		return bad_usage("name the worker once: %s",
+				 "--worker-pid or --worker-cgroup");
+	if (o->worker_cgroup) {
+		ret = bcg_from_path(&worker_g, o->worker_cgroup);
+		if (ret == -EINVAL)
+			return bad_usage("invalid cgroup path '%s'", o->worker_cgroup);
+		if (ret)
+			return fail(ret, o->worker_cgroup);
+	}
 	ret = resolve(t);
 	if (ret)
 		return fail_target(t, ret);
-	ret = bcg_charge(&t->g, usec, worker);
+	if (o->worker_cgroup)
+		ret = bcg_charge_for_group(&t->g, usec, &worker_g);
+	else
+		ret = bcg_charge(&t->g, usec, worker);
 	if (ret) {
 		char name[PATH_MAX + 128];
 
@@ -607,7 +630,7 @@ int main(int argc, char **argv)
 	}
 	/* Option letters each subcommand allows (A.. for the long ones). */
 	if (!strcmp(cmd, "charge"))
-		ret = parse(argc - 1, argv + 1, &o, "ABC");
+		ret = parse(argc - 1, argv + 1, &o, "ABCG");
 	else if (!strcmp(cmd, "show"))
 		ret = parse(argc - 1, argv + 1, &o, "ABD");
 	else if (!strcmp(cmd, "top"))

@@ -72,6 +72,8 @@ host_tests() {
 	check "charge of two groups: exit 2" '[[ $rc -eq 2 ]]'
 	run charge /x 5 --worker-pid abc
 	check "charge with a bad --worker-pid: exit 2" '[[ $rc -eq 2 && $out == *"invalid worker pid"* ]]'
+	run charge /x 5 --worker-pid 1 --worker-cgroup /
+	check "charge naming the worker twice: exit 2" '[[ $rc -eq 2 && $out == *"name the worker once"* ]]'
 	run charge /x 5 --json
 	check "an option of another command: exit 2" '[[ $rc -eq 2 && $out == *"does not apply"* ]]'
 	run show --pid
@@ -173,6 +175,18 @@ guest_tests() {
 	run charge $g 1000 --worker-pid $$
 	check "charge naming a worker: done, or refused as an old kernel's (exit 2)" \
 		'[[ $rc -eq 0 || ( $rc -eq 2 && $out == *"does not take a worker pid"* ) ]]'
+	# A worker's group outlives it: charged by the group's id.
+	mkdir -p "$(cpu_root)/cgbt-worker"
+	run show --json $g
+	before=$(field "$out" borrowed_usec)
+	run charge $g 1000 --worker-cgroup "$(cpu_root)/cgbt-worker"
+	check "charge naming the worker's group (no task in it): exit 0" '[[ $rc -eq 0 ]]'
+	run show --json $g
+	after=$(field "$out" borrowed_usec)
+	check "the group's charge is in cpu.stat" '[[ $((after - before)) -eq 1000 ]]'
+	rmdir "$(cpu_root)/cgbt-worker"
+	run charge $g 1000 --worker-cgroup "$(cpu_root)/cgbt-worker"
+	check "a worker's group that is gone: exit 1, says so" '[[ $rc -eq 1 && $out == *"No such file"* ]]'
 	run charge $g 0
 	check "a charge of 0 is accepted" '[[ $rc -eq 0 ]]'
 

@@ -27,30 +27,43 @@ static void cfs_borrowing_test_parse(struct kunit *test)
 		int ret;
 		u64 usec;
 		pid_t pid;
+		u64 cgrp_id;
 	} cases[] = {
-		{ "20000", 0, 20000, 0 },
-		{ "20000\n", 0, 20000, 0 },
-		{ "  7  ", 0, 7, 0 },
-		{ "+5", 0, 5, 0 },		/* kstrtoull, as cpu.weight */
-		{ "0", 0, 0, 0 },
-		{ "20000 42", 0, 20000, 42 },
-		{ "20000\t42\n", 0, 20000, 42 },
-		{ "17592186044415", 0, MAX_BW, 0 },
-		{ "17592186044416", -ERANGE, 0, 0 },
-		{ "18446744073709551616", -ERANGE, 0, 0 },
-		{ "", -EINVAL, 0, 0 },
-		{ "abc", -EINVAL, 0, 0 },
-		{ "-1", -EINVAL, 0, 0 },
-		{ "1.5", -EINVAL, 0, 0 },
-		{ "0x10", -EINVAL, 0, 0 },
-		{ "5 0", -EINVAL, 0, 0 },
-		{ "5 -3", -EINVAL, 0, 0 },
-		{ "5 x", -EINVAL, 0, 0 },
-		{ "5 1 2", -EINVAL, 0, 0 },
-		{ "5 99999999999", -EINVAL, 0, 0 },
+		{ "20000", 0, 20000, 0, 0 },
+		{ "20000\n", 0, 20000, 0, 0 },
+		{ "  7  ", 0, 7, 0, 0 },
+		{ "+5", 0, 5, 0, 0 },		/* kstrtoull, as cpu.weight */
+		{ "0", 0, 0, 0, 0 },
+		{ "20000 42", 0, 20000, 42, 0 },
+		{ "20000\t42\n", 0, 20000, 42, 0 },
+		{ "20000 cgroup=42", 0, 20000, 0, 42 },
+		{ "20000 cgroup=18446744073709551615", 0, 20000, 0, U64_MAX },
+		{ "17592186044415", 0, MAX_BW, 0, 0 },
+		{ "17592186044416", -ERANGE, 0, 0, 0 },
+		{ "18446744073709551616", -ERANGE, 0, 0, 0 },
+		{ "", -EINVAL, 0, 0, 0 },
+		{ "abc", -EINVAL, 0, 0, 0 },
+		{ "-1", -EINVAL, 0, 0, 0 },
+		{ "1.5", -EINVAL, 0, 0, 0 },
+		{ "0x10", -EINVAL, 0, 0, 0 },
+		{ "5 0", -EINVAL, 0, 0, 0 },
+		{ "5 -3", -EINVAL, 0, 0, 0 },
+		{ "5 x", -EINVAL, 0, 0, 0 },
+		{ "5 1 2", -EINVAL, 0, 0, 0 },
+		{ "5 99999999999", -EINVAL, 0, 0, 0 },
+		{ "5 cgroup=", -EINVAL, 0, 0, 0 },
+		{ "5 cgroup=0", -EINVAL, 0, 0, 0 },
+		{ "5 cgroup=-1", -EINVAL, 0, 0, 0 },
+		{ "5 cgroup=x", -EINVAL, 0, 0, 0 },
+		{ "5 cgroup=1 2", -EINVAL, 0, 0, 0 },
+		{ "5 cgroup=18446744073709551616", -EINVAL, 0, 0, 0 },
+		{ "5 cgroup = 1", -EINVAL, 0, 0, 0 },
+		{ "5 cgroups=1", -EINVAL, 0, 0, 0 },
+		{ "5 pid=1", -EINVAL, 0, 0, 0 },
+		{ "cgroup=1", -EINVAL, 0, 0, 0 },
 	};
-	char buf[32];
-	u64 usec;
+	char buf[48];
+	u64 usec, cgrp_id;
 	pid_t pid;
 	int i, ret;
 
@@ -58,12 +71,14 @@ static void cfs_borrowing_test_parse(struct kunit *test)
 		strscpy(buf, cases[i].in, sizeof(buf));
 		usec = 0;
 		pid = 0;
-		ret = cfs_borrowing_parse(buf, &usec, &pid);
+		cgrp_id = 0;
+		ret = cfs_borrowing_parse(buf, &usec, &pid, &cgrp_id);
 		KUNIT_EXPECT_EQ_MSG(test, ret, cases[i].ret, "input '%s'", cases[i].in);
 		if (ret || cases[i].ret)
 			continue;
 		KUNIT_EXPECT_EQ_MSG(test, usec, cases[i].usec, "input '%s'", cases[i].in);
 		KUNIT_EXPECT_EQ_MSG(test, pid, cases[i].pid, "input '%s'", cases[i].in);
+		KUNIT_EXPECT_EQ_MSG(test, cgrp_id, cases[i].cgrp_id, "input '%s'", cases[i].in);
 	}
 }
 
