@@ -619,20 +619,20 @@ int bq_check(const struct bcg *g)
 	return read_quota(g->dir, &quota, &period);
 }
 
-int bq_charge(const struct bcg *client, unsigned long long usec, pid_t worker)
+int bq_charge(const struct bcg *client, unsigned long long usec,
+	      const struct bcg *worker)
 {
 	char path[PATH_MAX], *slash;
 	long long amount = usec;
 	struct bq_group *q;
-	struct bcg wg;
 	size_t cut = 0;
 	bool took = false;
 	int err;
 
 	if (!usec)
 		return 0;
-	if (worker > 0 && !bcg_from_pid(&wg, worker))
-		cut = bcg_common_len(client->path, wg.path);
+	if (worker)
+		cut = bcg_common_len(client->path, worker->path);
 	snprintf(path, sizeof(path), "%s", client->path);
 	q = get_group(path, &err);
 	if (!q)

@@ -97,10 +97,12 @@ int bq_init(const char *state_file, long tick_ms);
 /* The group has the cpu controller with quota files: 0 or -error. */
 int bq_check(const struct bcg *g);
 /*
- * Charges USEC that WORKER (0: unknown, the cut is at the root) spent for
- * CLIENT: 0 or -error. What no level can owe is counted as dropped.
+ * Charges USEC that a worker of the group WORKER (NULL: unknown, the cut is
+ * at the root) spent for CLIENT: 0 or -error. What no level can owe is
+ * counted as dropped.
  */
-int bq_charge(const struct bcg *client, unsigned long long usec, pid_t worker);
+int bq_charge(const struct bcg *client, unsigned long long usec,
+	      const struct bcg *worker);
 /* The client's debt and configured quota (-1: none), as bcg_owed(). */
 int bq_owed(const struct bcg *g, long long *owed_us, long long *quota_us);
 /* One tick: pays, adopts others' writes, decides the writes. */

@@ -6,7 +6,8 @@
  * A BPF program on sched_switch (borrowd.bpf.c) adds up, per worker
  * process, the time its threads ran. Every period the agent charges what
  * each worker ran since the last charge to the worker's client group,
- * naming the worker ("USEC PID") where the kernel takes it. Workers are
+ * naming the worker ("USEC PID") where the kernel takes it, or, once it
+ * has exited, the group it ran in ("USEC cgroup=ID"). Workers are
  * named on the command line or in the config file, or found from the
  * container engines' metadata: Podman's conmon and a containerd binary
  * logger (an unpatched nerdctl's) work for one container each.
@@ -60,6 +61,13 @@ struct rule {
 	unsigned long long start;	/* the worker's start time (ticks) */
 	char comm[16];
 	struct bcg client;
+	/*
+	 * The group the worker ran in when last seen running: it names the
+	 * worker once the worker has exited (its pid names nothing, or
+	 * another process), so that its last charges stop at the same level.
+	 */
+	struct bcg worker_g;
+	bool has_worker_g;
 	int source;
 	char container[128];	/* SRC_ENGINE: the container's id */
 	__u64 counted_ns;	/* worker CPU time covered by charges */
@@ -78,6 +86,7 @@ static struct {
 	long interval_ms, scan_ms;
 	bool engine_podman, engine_containerd;
 	bool pid_form;
+	bool cgroup_form;	/* the kernel takes "USEC cgroup=ID" */
 	bool verbose;
 	bool pace;
 	long pace_periods;
@@ -94,6 +103,7 @@ static struct {
 	.pod_logs = "/var/log/containers",
 	.engine_podman = true, .engine_containerd = true,
 	.pid_form = true,
+	.cgroup_form = true,
 	.pace_periods = 2,
 	.evidence_us = DAEMON_EVIDENCE_US,
 	.pace_state = DEFAULT_PACE_STATE,
@@ -209,6 +219,18 @@ static void read_comm(pid_t pid, char *comm, size_t len)
 	comm[strcspn(comm, "\n")] = '\0';
 }
 
+/* The group R's worker runs in now, if it still runs. */
+static void note_worker_group(struct rule *r)
+{
+	struct bcg g;
+
+	/* Running after the read: the pid was the worker's when read. */
+	if (!bcg_from_pid(&g, r->worker) && bcg_pidfd_alive(r->pidfd)) {
+		r->worker_g = g;
+		r->has_worker_g = true;
+	}
+}
+
 static int add_rule(pid_t worker, unsigned long long start,
 		    const struct bcg *client, int source, const char *container)
 {
@@ -253,6 +275,7 @@ static int add_rule(pid_t worker, unsigned long long start,
 	r->seen = true;
 	snprintf(r->container, sizeof(r->container), "%s", container ?: "");
 	read_comm(worker, r->comm, sizeof(r->comm));
+	note_worker_group(r);
 	msg("worker %d (%s) works for %s%s%s", (int)worker, r->comm,
 	    client->path, container ? ", container " : "", container ?: "");
 	return 0;
@@ -651,18 +674,43 @@ static void report_error(struct rule *r, int err)
 		    r->client.path, bcg_strerror(err));
 }
 
-/* Charges USEC that WORKER spent for G, as the mode says: 0 or -error. */
-static int charge(const struct bcg *g, unsigned long long usec, pid_t worker)
+/*
+ * Charges USEC that a worker spent for G, as the mode says: 0 or -error.
+ * WORKER is its pid (0: its pid is another process's now), WG the group it
+ * ran in (NULL: not known), which names it once its pid names nothing.
+ */
+static int charge(const struct bcg *g, unsigned long long usec, pid_t worker,
+		  const struct bcg *wg)
 {
-	int ret;
+	struct bcg now;
+	int ret = -ESRCH;
 
-	if (opt.mode == MODE_QUOTA)
-		return bq_charge(g, usec, opt.pid_form ? worker : 0);
-	ret = bcg_charge(g, usec, opt.pid_form ? worker : 0);
-	if (ret == -BCG_EPIDFORM) {
-		msg("the kernel takes no \"USEC PID\": charging \"USEC\"");
-		opt.pid_form = false;
-		ret = bcg_charge(g, usec, 0);
+	if (!opt.pid_form) {
+		worker = 0;
+		wg = NULL;
+	}
+	if (opt.mode == MODE_QUOTA) {
+		if (worker > 0 && !bcg_from_pid(&now, worker))
+			wg = &now;
+		return bq_charge(g, usec, wg);
+	}
+	if (worker > 0 || !wg) {
+		ret = bcg_charge(g, usec, worker);
+		if (ret == -BCG_EPIDFORM) {
+			msg("the kernel takes no \"USEC PID\": charging \"USEC\"");
+			opt.pid_form = false;
+			return bcg_charge(g, usec, 0);
+		}
+	}
+	/* Reaped, or its pid another's: the group it ran in names it. */
+	if (ret == -ESRCH && wg && opt.cgroup_form) {
+		ret = bcg_charge_for_group(g, usec, wg);
+		if (ret == -BCG_ECGROUPFORM) {
+			msg("the kernel takes no \"USEC cgroup=ID\": the last "
+			    "charges of workers that exit are lost");
+			opt.cgroup_form = false;
+			ret = -ESRCH;
+		}
 	}
 	return ret;
 }
@@ -678,7 +726,8 @@ static int charge_rule(struct rule *r, __u64 total_ns)
 	usec = (total_ns - r->counted_ns) / 1000;
 	if (!usec)
 		return 0;
-	ret = charge(&r->client, usec, r->worker);
+	ret = charge(&r->client, usec, r->gone ? 0 : r->worker,
+		     r->has_worker_g ? &r->worker_g : NULL);
 	report_error(r, ret);
 	/*
 	 * Sub-microsecond remainders stay for the next charge. A failed one
@@ -739,8 +788,10 @@ static void charge_all(bool reap)
 		return;
 	/* Backwards: removing moves the last rule into the slot. */
 	for (int i = nr_rules - 1; i >= 0; i--) {
-		if (!pfds[i].revents && !rules[i].gone)
+		if (!pfds[i].revents && !rules[i].gone) {
+			note_worker_group(&rules[i]);
 			continue;
+		}
 		if (!bpf_map_lookup_elem(fd, &rules[i].worker, &w))
 			charge_rule(&rules[i], w.ns);
 		remove_rule(&rules[i]);
@@ -1105,7 +1156,7 @@ static void charge_client(struct client *cl, __u64 total_ns)
 	usec = (total_ns - cl->counted_ns) / 1000;
 	if (!usec)
 		return;
-	ret = charge(&cl->g, usec, cl->daemon);
+	ret = charge(&cl->g, usec, cl->daemon, NULL);
 	if (ret != cl->last_err && ret)
 		msg("daemon %d: cannot charge %s: %s", (int)cl->daemon, cl->g.path,
 		    bcg_strerror(ret));

@@ -363,6 +363,7 @@ guest_tests() {
 	pace_ancestor_tests
 	pace_kill_tests
 	failed_charge_tests
+	exited_worker_tests
 	attack_tests
 	self_charger_tests itself
 }
@@ -795,6 +796,42 @@ failed_charge_tests() {
 		'[[ $rc -eq 0 && $out == *"us failed"* ]]'
 	check "... and not carried over: a group made again at the path pays what the worker ran since (and a round of 100 ms), not the second or more it ran while charges failed" \
 		'[[ $failed -ge 1000000 && $got -gt $((since / 2)) && $got -le $((due + 100000)) ]]'
+}
+
+# A worker that exits between two charges (a stopped container's logger
+# and its last lines): what it ran since the last charge is charged by the
+# group it ran in, as its pid names nothing once reaped, and stops at the
+# same level: the limited pod that client and worker share pays none of it.
+exited_worker_tests() {
+	local pod wpid bpid r1 c0 c1 p0 p1 diff_pct rc
+	pod=$(cpu_root)/cgbd-xpod
+	make_group cgbd-xpod 100000
+	[[ -e $pod/cgroup.subtree_control ]] && echo +cpu >"$pod/cgroup.subtree_control"
+	make_group cgbd-xpod/client 50000
+	make_group cgbd-xpod/worker
+	spinner cgbd-xpod/worker
+	wpid=$spid
+	kill -STOP "$wpid"
+	# A charge as it starts, the next 5 s later: the worker runs between.
+	start_borrowd "$tmp/exited.log" --engines none --interval-ms 5000 \
+		--worker "$wpid:/cgbd-xpod/client"
+	wait_for "$tmp/exited.log" "ready"
+	c0=$(charged cgbd-xpod/client) p0=$(charged cgbd-xpod)
+	kill -CONT "$wpid"
+	sleep 1
+	kill -STOP "$wpid"
+	r1=$(runtime "$wpid")
+	kill -KILL "$wpid"
+	wait "$wpid" 2>/dev/null
+	wait_for "$tmp/exited.log" "for /cgbd-xpod/client: gone" && rc=0 || rc=1
+	c1=$(charged cgbd-xpod/client) p1=$(charged cgbd-xpod)
+	kill -TERM "$bpid"
+	wait "$bpid"
+	diff_pct=$(python3 -c "print(f'{100 * ($c1 - $c0 - $r1 / 1000) / max($r1 / 1000, 1):+.3f}')")
+	info "exited worker: it ran $((r1 / 1000)) us, the client was charged $((c1 - c0)) us (${diff_pct} %), the pod $((p1 - p0)) us"
+	check "a worker that exited is charged to its client after it was reaped, within ${tolerance_pct} %" \
+		'[[ $rc -eq 0 && $r1 -gt 100000000 ]] && python3 -c "import sys; sys.exit(abs($diff_pct) > $tolerance_pct)"'
+	check "... and the limited pod it shares with the client pays none of it" '[[ $((p1 - p0)) -eq 0 ]]'
 }
 
 # A container must not decide who pays: each attack comes from a
@@ -1235,6 +1272,7 @@ stock_tests() {
 	pace_ancestor_tests
 	pace_kill_tests
 	failed_charge_tests
+	exited_worker_tests
 	attack_tests
 }
 

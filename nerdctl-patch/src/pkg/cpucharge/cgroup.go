@@ -467,21 +467,17 @@ type level struct {
 	period *os.File // v1: cpu.cfs_period_us
 }
 
-var (
-	errNoQuota      = errors.New("no CPU quota on the container's cgroup or its ancestors: nothing to charge")
-	errUnprivileged = errors.New("this process may not charge (it needs CAP_SYS_ADMIN in the initial user namespace)")
-)
+var errNoQuota = errors.New("no CPU quota on the container's cgroup or its ancestors: nothing to charge")
 
 // prepare decides, when the logging process starts, whether charging can
-// work at all, so that it costs nothing where it cannot: the logging
-// process may write the file (privileged), the kernel has it, and a CPU
-// quota applies (the container's own, from the spec, or one of an existing
-// ancestor's). It also records the container's cgroup as the spec names
-// it. An error means: do not charge.
+// work at all, so that it costs nothing where it cannot: the kernel has the
+// file, and a CPU quota applies (the container's own, from the spec, or one
+// of an existing ancestor's). It also records the container's cgroup as the
+// spec names it. An error means: do not charge. Whether this process may
+// charge is the kernel's to say, at the first write: the rule is that of a
+// move into the container's cgroup (cgroup v2's delegation rule, which a
+// rootless logger in the user's own subtree meets; v1: CAP_SYS_ADMIN).
 func (t *cgroupTarget) prepare() error {
-	if !privileged(t.loc) {
-		return errUnprivileged
-	}
 	b, err := t.locate()
 	if err != nil {
 		return err
@@ -548,30 +544,6 @@ func ancestors(dir, top string) []string {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
-}
-
-// privileged reports whether this process can write cpu.cfs.borrowing_us:
-// CAP_SYS_ADMIN in its effective set, in the initial user namespace (whose
-// uid_map is the identity over all IDs). Rootless nerdctl cannot.
-func privileged(l locator) bool {
-	status, err := os.ReadFile(l.path("/proc/self/status"))
-	if err != nil {
-		return false
-	}
-	capEff := uint64(0)
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			if capEff, err = strconv.ParseUint(strings.TrimSpace(v), 16, 64); err != nil {
-				return false
-			}
-		}
-	}
-	const capSysAdmin = 21
-	if capEff&(1<<capSysAdmin) == 0 {
-		return false
-	}
-	uidMap, err := os.ReadFile(l.path("/proc/self/uid_map"))
-	return err == nil && strings.Join(strings.Fields(string(uidMap)), " ") == "0 0 4294967295"
 }
 
 // readLimit reads a cgroup's quota and period in µs (v2 cpu.max, v1

@@ -23,8 +23,8 @@
 // cpu.cfs.borrowing_us in every non-root cgroup: a write of N adds N
 // microseconds that the kernel deducts from the cgroup's quota in the next
 // bandwidth periods. On other kernels the file does not exist, and the
-// charger starts nothing (nor without the privilege to write it, nor with
-// no quota on the container's path).
+// charger starts nothing (nor with no quota on the container's path), and
+// it stops, quietly, at the first charge the kernel refuses this process.
 //
 // The charger samples a CPU clock from its own goroutine, every 10 ms
 // while the logger is busy, backing off to 100 ms when it is idle and then
@@ -47,6 +47,7 @@ package cpucharge
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -584,14 +585,23 @@ func (c *Charger) loop() {
 
 // expected reports the errors that say charging cannot work here, which are
 // no reason for a warning: a kernel without the file, a cgroup without the
-// cpu controller or without any quota on its path, the container gone.
+// cpu controller or without any quota on its path, the container gone, a
+// logging process that may not charge.
 func expected(err error) bool {
-	for _, e := range []error{errNoFile, errNoCPU, errNoQuota, errCgroupGone, errUnprivileged} {
+	for _, e := range []error{errNoFile, errNoCPU, errNoQuota, errCgroupGone} {
 		if errors.Is(err, e) {
 			return true
 		}
 	}
-	return false
+	return refused(err)
+}
+
+// refused reports a charge the kernel does not allow this process, now or
+// later: one that it could not make by moving itself into the container's
+// cgroup (rootless outside the user's delegated subtree, a cgroup v1 host
+// without CAP_SYS_ADMIN), or a read-only cgroup filesystem.
+func refused(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
 }
 
 // busyInterval is the cadence while the logger works: minInterval, or 20
@@ -739,9 +749,8 @@ func (c *Charger) tick(final bool) bool {
 	case errors.Is(err, errCgroupGone):
 		c.debugf("%s%v (the task was deleted); stopped charging, %d µs not charged", c.prefix, err, us)
 		return false
-	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EROFS):
-		// Not allowed now, not allowed later (CAP_SYS_ADMIN is needed).
-		c.warnf("%scannot charge %d µs: %v; stopped charging", c.prefix, us, err)
+	case refused(err):
+		c.debugf("%snot allowed to charge (%v); stopped charging, %d µs not charged", c.prefix, err, us)
 		return false
 	}
 	kind := err.Error()

@@ -18,6 +18,7 @@ package cpucharge
 
 import (
 	"fmt"
+	"io/fs"
 	"reflect"
 	"strings"
 	"sync"
@@ -376,9 +377,13 @@ func TestStopsOnce(t *testing.T) {
 		"gone at open":   {&fakeTarget{openErrs: []error{errCgroupGone}}, true},
 		"bad path":       {&fakeTarget{openErrs: []error{errBadCgroupPath}}, false},
 		"cgroup removed": {&fakeTarget{chargeErrs: []error{nil, errCgroupGone}}, true},
-		"EPERM":          {&fakeTarget{chargeErrs: []error{syscall.EPERM}}, false},
-		"EACCES":         {&fakeTarget{chargeErrs: []error{syscall.EACCES}}, false},
-		"EROFS":          {&fakeTarget{chargeErrs: []error{syscall.EROFS}}, false},
+		// The kernel's refusals: no warning where charging is not
+		// allowed (rootless outside the user's subtree, v1 without
+		// CAP_SYS_ADMIN), at the first write or at open.
+		"EPERM":          {&fakeTarget{chargeErrs: []error{syscall.EPERM}}, true},
+		"EACCES":         {&fakeTarget{chargeErrs: []error{syscall.EACCES}}, true},
+		"EROFS":          {&fakeTarget{chargeErrs: []error{syscall.EROFS}}, true},
+		"EACCES at open": {&fakeTarget{openErrs: []error{&fs.PathError{Op: "open", Path: "/x/" + FileName, Err: syscall.EACCES}}}, true},
 	} {
 		tgt, debug := tc.tgt, tc.debug
 		t.Run(name, func(t *testing.T) {

@@ -183,12 +183,6 @@ func TestStartCannotCharge(t *testing.T) {
 			os.Remove(file)
 			writeFile(t, filepath.Join(root, "sys/fs/cgroup/system.slice/containerd.service/cpu.max"), "max 100000\n")
 		},
-		"no CAP_SYS_ADMIN": func(t *testing.T, root, file string) {
-			writeFile(t, filepath.Join(root, "proc/self/status"), "CapEff:\t0000000000000000\n")
-		},
-		"rootless (a user namespace)": func(t *testing.T, root, file string) {
-			writeFile(t, filepath.Join(root, "proc/self/uid_map"), "0 1000 1\n1 100000 65536\n")
-		},
 		"no quota on the path": func(t *testing.T, root, file string) {
 			writeFile(t, filepath.Join(root, taskStateDir, "default/abc/config.json"), `{"linux":{"cgroupsPath":"/default/abc"}}`)
 			writeFile(t, filepath.Join(root, "sys/fs/cgroup/default/cpu.max"), "max 100000\n")
@@ -212,6 +206,37 @@ func TestStartCannotCharge(t *testing.T) {
 			}
 			if w.count() != 0 || d.count() != 2 {
 				t.Errorf("warnings %q, debug messages %q; want none and one per start", w.msgs, d.msgs)
+			}
+		})
+	}
+}
+
+// TestStartLeavesPermissionToTheKernel: a logging process without
+// CAP_SYS_ADMIN, or in a user namespace (rootless), may still charge: the
+// kernel allows what the process could do by moving itself into the
+// container's cgroup (a delegated subtree of its user's), so the charger
+// starts and charges; a refusal is handled at the write (TestStopsOnce).
+func TestStartLeavesPermissionToTheKernel(t *testing.T) {
+	for name, setup := range map[string]func(root string){
+		"no CAP_SYS_ADMIN": func(root string) {
+			writeFile(t, filepath.Join(root, "proc/self/status"), "CapEff:\t0000000000000000\n")
+		},
+		"rootless (a user namespace)": func(root string) {
+			writeFile(t, filepath.Join(root, "proc/self/uid_map"), "0 1000 1\n1 100000 65536\n")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o, file := fakeContainer(t)
+			setup(o.Root)
+			o.Mode = ModeProcess
+			c := Start(o)
+			if c.stop == nil {
+				t.Fatal("the charger does not run")
+			}
+			spin(20 * ms)
+			c.Stop()
+			if sumCharges(t, file) == 0 {
+				t.Error("nothing charged")
 			}
 		})
 	}
