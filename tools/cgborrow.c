@@ -240,7 +240,7 @@ static int parse(int argc, char **argv, struct opts *o, const char *allowed)
 static int cmd_charge(struct opts *o)
 {
 	unsigned long long usec;
-	struct bcg worker_g;
+	struct target wt = { .kind = T_PATH };
 	struct target *t;
 	pid_t worker = 0;
 	int ret;
@@ -265,17 +265,16 @@ static int cmd_charge(struct opts *o)
 		return bad_usage("name the worker once: %s",
 				 "--worker-pid or --worker-cgroup");
 	if (o->worker_cgroup) {
-		ret = bcg_from_path(&worker_g, o->worker_cgroup);
-		if (ret == -EINVAL)
-			return bad_usage("invalid cgroup path '%s'", o->worker_cgroup);
+		wt.arg = o->worker_cgroup;
+		ret = resolve(&wt);
 		if (ret)
-			return fail(ret, o->worker_cgroup);
+			return fail_target(&wt, ret);
 	}
 	ret = resolve(t);
 	if (ret)
 		return fail_target(t, ret);
 	if (o->worker_cgroup)
-		ret = bcg_charge_for_group(&t->g, usec, &worker_g);
+		ret = bcg_charge_for_group(&t->g, usec, &wt.g);
 	else
 		ret = bcg_charge(&t->g, usec, worker);
 	if (ret) {

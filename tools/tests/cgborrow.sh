@@ -118,8 +118,9 @@ host_tests() {
 
 
 guest_tests() {
-	local g=cgbt dir json before after owed i v1=0
+	local g=cgbt dir wdir json before after owed i v1=0
 	dir=$(cpu_root)/$g
+	wdir=$(cpu_root)/cgbt-worker
 	[[ -e /sys/fs/cgroup/cgroup.controllers ]] || v1=1
 	make_group $g 50000
 	echo "# cgroup v$((2 - v1)), kernel $(uname -r)"
@@ -176,16 +177,16 @@ guest_tests() {
 	check "charge naming a worker: done, or refused as an old kernel's (exit 2)" \
 		'[[ $rc -eq 0 || ( $rc -eq 2 && $out == *"does not take a worker pid"* ) ]]'
 	# A worker's group outlives it: charged by the group's id.
-	mkdir -p "$(cpu_root)/cgbt-worker"
+	mkdir -p "$wdir"
 	run show --json $g
 	before=$(field "$out" borrowed_usec)
-	run charge $g 1000 --worker-cgroup "$(cpu_root)/cgbt-worker"
+	run charge $g 1000 --worker-cgroup "$wdir"
 	check "charge naming the worker's group (no task in it): exit 0" '[[ $rc -eq 0 ]]'
 	run show --json $g
 	after=$(field "$out" borrowed_usec)
 	check "the group's charge is in cpu.stat" '[[ $((after - before)) -eq 1000 ]]'
-	rmdir "$(cpu_root)/cgbt-worker"
-	run charge $g 1000 --worker-cgroup "$(cpu_root)/cgbt-worker"
+	rmdir "$wdir"
+	run charge $g 1000 --worker-cgroup "$wdir"
 	check "a worker's group that is gone: exit 1, says so" '[[ $rc -eq 1 && $out == *"no such cgroup"* ]]'
 	run charge $g 0
 	check "a charge of 0 is accepted" '[[ $rc -eq 0 ]]'
