@@ -365,7 +365,6 @@ TEST_F(borrowing, charge_outlives_the_worker)
 {
 	char *sibling = bcg_create(self->parent, "worker");
 	unsigned long long id;
-	char value[64];
 	pid_t worker;
 
 	ASSERT_NE(NULL, sibling);
@@ -386,8 +385,7 @@ TEST_F(borrowing, charge_outlives_the_worker)
 
 	/* Once the cgroup is removed, its id names nothing. */
 	ASSERT_EQ(0, bcg_destroy(sibling));
-	snprintf(value, sizeof(value), "1000 cgroup=%llu", id);
-	EXPECT_EQ(-ENOENT, bcg_write_borrowing(self->child, value));
+	EXPECT_EQ(-ENOENT, bcg_charge_for_id(self->child, 1000, id));
 	EXPECT_EQ(NS(2000), BORROW_STAT(self->child).borrowed);
 	free(sibling);
 }
