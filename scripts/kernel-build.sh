@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [--variant patched|stock] [--base 6.12|7.2] [--arch x86_64|arm64] [--config default|debug|hz100|rpi4]
+Usage: ${0##*/} [--variant patched|stock] [--base 6.12|7.2] [--arch x86_64|arm64] [--config default|debug|kcsan|hz100|rpi4]
                 [--jobs N] [--keep-tree] [--configure-only] [--print-image]
 
 Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
@@ -22,7 +22,7 @@ Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
     stops and says how to export (scripts/kernel-series.sh) or drop them;
   - configures: the architecture's defconfig, merged with
     kernel/config/guest.config (trimmed for the guest), Kconfig.fragment and,
-    for --config debug or hz100, kernel/config/debug.config or hz100.config;
+    for --config debug, kcsan or hz100, kernel/config/C.config;
     checks that every option of Kconfig.fragment took effect;
   - builds with ccache; when nothing changed it returns at once;
   - installs the modules into the build directory's modules-root/, which
@@ -36,7 +36,9 @@ Options:
                  gcc-aarch64-linux-gnu: QEMU's virt machine, Cortex-A72 like a
                  Raspberry Pi 4; kernel/config/arm64-virt.config)
   --config C     default, debug (KASAN, UBSAN, kmemleak, lockdep, atomic-sleep
-                 and list debugging: kernel/config/debug.config), hz100 (a
+                 and list debugging: kernel/config/debug.config), kcsan (the
+                 data-race detector, which KASAN excludes:
+                 kernel/config/kcsan.config), hz100 (a
                  10 ms tick: kernel/config/hz100.config), or rpi4 with
                  --arch arm64 (a kernel for the board: kernel/config/rpi4.config)
   --jobs N       parallel make jobs (default: nproc)
@@ -65,9 +67,9 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $variant == patched || $variant == stock ]] || die "--variant must be patched or stock"
 case $config in
-default | debug | hz100) ;;
+default | debug | kcsan | hz100) ;;
 rpi4) [[ $arch == arm64 ]] || die "--config rpi4 is for --arch arm64" ;;
-*) die "--config must be default, debug, hz100 or rpi4" ;;
+*) die "--config must be default, debug, kcsan, hz100 or rpi4" ;;
 esac
 karch=$(arch_kernel_arch "$arch")
 cross=$(arch_cross_compile "$arch")
@@ -135,7 +137,7 @@ rpi4) fragments=("$CFSB_ROOT/kernel/config/rpi4.config") ;;
 	;;
 esac
 fragments+=("$CFSB_ROOT/Kconfig.fragment")
-[[ $config == debug || $config == hz100 ]] && fragments+=("$CFSB_ROOT/kernel/config/$config.config")
+[[ $config == debug || $config == kcsan || $config == hz100 ]] && fragments+=("$CFSB_ROOT/kernel/config/$config.config")
 
 # check_config: every option Kconfig.fragment sets must be in .config.
 # Options the tree does not know (the series' own, in the stock tree) are

@@ -9,7 +9,8 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [--kernel BZIMAGE] [--cgroup v1|v2] [--init bash|systemd] [--cpus N]
                 [--mem SIZE] [--timeout SEC] [--accel tcg|kvm] [--arch x86_64|arm64]
-                [--host-cpus LIST] [--icount SHIFT] [--keep-log] -- CMD [ARG...]
+                [--host-cpus LIST] [--icount SHIFT] [--keep-log] [--all-reports]
+                -- CMD [ARG...]
 
 Boots the kernel in QEMU and runs CMD as root in the guest, in the project
 checkout ($CFSB_ROOT), which the guest sees read-write at the same path.
@@ -47,6 +48,10 @@ Options:
                   A CPU-bound benchmark's rate is then a count of its
                   instructions, whatever the host's speed and load
   --keep-log      keep the kernel log and print its path
+  --all-reports   the kernel goes on after a warning or a sanitizer's report
+                  (no panic_on_warn), so that the log holds every report of
+                  the run, not only the first (a KCSAN kernel's data races);
+                  the run still fails on any, and keeps the log
 Environment: CFSB_VM_EXTRA_CMDLINE adds kernel parameters. CFSB_TCG_THREAD=multi
 runs one host thread per vCPU; the default, single, is slower with several
 vCPUs but safe: with multi-threaded TCG (QEMU 7.2) a vCPU can execute code
@@ -55,7 +60,7 @@ Example: ${0##*/} --cgroup v1 -- cat /sys/fs/cgroup/cpu/cpu.cfs_period_us
 EOF
 }
 
-kernel="" cgroup=v2 init=bash cpus=2 mem=2G timeout=${CFSB_VM_TIMEOUT:-3600} accel=tcg arch=x86_64 keep_log=0
+kernel="" cgroup=v2 init=bash cpus=2 mem=2G timeout=${CFSB_VM_TIMEOUT:-3600} accel=tcg arch=x86_64 keep_log=0 panic_on_warn=1
 host_cpus="" icount=""
 while [[ $# -gt 0 ]]; do
 	case $1 in
@@ -70,6 +75,7 @@ while [[ $# -gt 0 ]]; do
 	--host-cpus) host_cpus=${2:?}; shift 2 ;;
 	--icount) icount=${2:?}; shift 2 ;;
 	--keep-log) keep_log=1; shift ;;
+	--all-reports) panic_on_warn=0; shift ;;
 	-h | --help) usage; exit 0 ;;
 	--) shift; break ;;
 	*) usage >&2; die "unknown argument '$1' (the command goes after --)" ;;
@@ -140,7 +146,7 @@ cmdline=(
 	"console=$console" root=/dev/root rootfstype=9p ro
 	"rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose"
 	"init=$CFSB_ROOT/scripts/guest-init.sh"
-	panic=-1 panic_on_warn=1 oops=panic softlockup_panic=1
+	panic=-1 "panic_on_warn=$panic_on_warn" oops=panic softlockup_panic=1
 	loglevel=6 mitigations=off nokaslr
 	"CFSB_RUNDIR=$rundir" "CFSB_REPO=$CFSB_ROOT" "CFSB_CGROUP=$cgroup" "CFSB_INIT=$init"
 )

@@ -310,7 +310,9 @@ TEST_F(borrowing, worker_names_the_cut)
 	inside = bcg_start_sleeper(self->child);
 	ASSERT_LT(0, beside);
 	ASSERT_LT(0, inside);
-	bcg_sleep_usec(50 * USEC_PER_MSEC);
+	/* Each sleeper moves itself: it may not have yet. */
+	ASSERT_EQ(0, cg_wait_for_proc_count(sibling, 1));
+	ASSERT_EQ(0, cg_wait_for_proc_count(self->child, 1));
 
 	/* A worker under the parent: the parent's runtime already paid. */
 	ASSERT_EQ(0, bcg_charge_for(self->child, 3000, beside));

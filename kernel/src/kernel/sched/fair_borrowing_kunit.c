@@ -2,10 +2,11 @@
 /*
  * KUnit tests for CFS bandwidth borrowing: parsing a charge, the effective
  * quota and the bound, charging and clamping a level, paying at period
- * refills, what configuration writes do to a debt, and the walk that charges
- * every limited level up to the lowest common ancestor with the worker. The
- * helpers under test are static unless KUnit is enabled (VISIBLE_IF_KUNIT).
- * Nothing here reads a sysctl: the refill's floor is a parameter.
+ * refills and the floor a refill leaves, what configuration writes do to a
+ * debt, and the walk that charges every limited level up to the lowest
+ * common ancestor with the worker. The helpers under test are static unless
+ * KUnit is enabled (VISIBLE_IF_KUNIT). Nothing here reads a sysctl: the
+ * refill's floor is a parameter, and the floor is counted in its own unit.
  */
 #include <kunit/test.h>
 #include <linux/mmu_context.h>
@@ -378,6 +379,56 @@ static void cfs_borrowing_test_config_writes(struct kunit *test)
 	sched_destroy_group(tg);
 }
 
+/* The floor of a group owing @debt (none: 0), read as its refill reads it. */
+static u64 floor_owing(struct cfs_bandwidth *cfs_b, u64 debt)
+{
+	guard(raw_spinlock_irq)(&cfs_b->lock);
+	cfs_b->borrowing = (struct cfs_borrowing){ };
+	owe(cfs_b, debt);
+	return cfs_borrowing_floor(cfs_b);
+}
+
+/*
+ * A group that owes keeps a slice and a tick (one unit) for each CPU on which
+ * it has runnable tasks or is throttled (its tasks in a child), one unit if
+ * it has none, and nothing without a debt. The group is never onlined, so no
+ * task joins its runqueues: the test sets their counts and resets them.
+ */
+static void cfs_borrowing_test_floor(struct kunit *test)
+{
+	struct task_group *tg = new_tg(test);
+	struct cfs_bandwidth *cfs_b = &tg->cfs_bandwidth;
+	unsigned int nr = 0;
+	int cpu, first;
+	u64 unit;
+
+	KUNIT_ASSERT_EQ(test, write_v1(tg, "cfs_period_us", 1000000), 0);
+	KUNIT_ASSERT_EQ(test, write_v1(tg, "cfs_quota_us", 500000), 0);
+	KUNIT_EXPECT_EQ(test, floor_owing(cfs_b, 0), 0);
+	unit = floor_owing(cfs_b, MS(100));
+	KUNIT_EXPECT_GT(test, unit, TICK_NSEC);
+
+	cpus_read_lock();
+	first = cpumask_first(cpu_online_mask);
+	for_each_online_cpu(cpu) {
+		tg_cfs_rq(tg, cpu)->h_nr_runnable = 1;
+		nr++;
+	}
+	KUNIT_EXPECT_EQ(test, floor_owing(cfs_b, MS(100)), nr * unit);
+	KUNIT_EXPECT_EQ(test, floor_owing(cfs_b, 0), 0);
+
+	tg_cfs_rq(tg, first)->h_nr_runnable = 0;
+	tg_cfs_rq(tg, first)->throttled = 1;
+	KUNIT_EXPECT_EQ(test, floor_owing(cfs_b, MS(100)), nr * unit);
+	tg_cfs_rq(tg, first)->throttled = 0;
+	KUNIT_EXPECT_EQ(test, floor_owing(cfs_b, MS(100)), max(nr - 1, 1U) * unit);
+
+	for_each_online_cpu(cpu)
+		tg_cfs_rq(tg, cpu)->h_nr_runnable = 0;
+	cpus_read_unlock();
+	sched_destroy_group(tg);
+}
+
 static void cfs_borrowing_test_bound_paid_off(struct kunit *test)
 {
 	struct cfs_bandwidth cfs_b;
@@ -560,6 +611,7 @@ static struct kunit_case cfs_borrowing_test_cases[] = {
 	KUNIT_CASE(cfs_borrowing_test_refill_effective_quota),
 	KUNIT_CASE(cfs_borrowing_test_refill_floor),
 	KUNIT_CASE(cfs_borrowing_test_config_writes),
+	KUNIT_CASE(cfs_borrowing_test_floor),
 	KUNIT_CASE(cfs_borrowing_test_bound_paid_off),
 	KUNIT_CASE(cfs_borrowing_test_bound_follows_ancestors),
 	KUNIT_CASE(cfs_borrowing_test_read_without_lock),
