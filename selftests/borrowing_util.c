@@ -400,17 +400,30 @@ long bcg_now_usec(void)
 
 pid_t bcg_start_sleeper(const char *cg)
 {
-	char buf[32];
+	char buf[32], joined;
+	int fds[2];
 	pid_t pid;
 
+	if (pipe(fds))
+		return -1;
 	pid = fork();
-	if (pid)
+	if (pid) {
+		close(fds[1]);
+		/* One byte once it joined @cg; none if it could not (exited). */
+		if (pid > 0 && read(fds[0], &joined, 1) != 1) {
+			waitpid(pid, NULL, 0);
+			pid = -1;
+		}
+		close(fds[0]);
 		return pid;
+	}
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	close(fds[0]);
 	snprintf(buf, sizeof(buf), "%d", getpid());
-	if (cg_write(cg, "cgroup.procs", buf))
+	if (cg_write(cg, "cgroup.procs", buf) || write(fds[1], "j", 1) != 1)
 		_exit(1);
+	close(fds[1]);
 	for (;;)
 		pause();
 }

@@ -77,7 +77,10 @@ long bcg_tick_usec(void);
  * it run on; returns its pid.
  */
 pid_t bcg_start_hog(const char *cg, int idx);
-/* Starts a process that sleeps inside @cg; returns its pid. */
+/*
+ * Starts a process that sleeps inside @cg; returns its pid once it is there,
+ * or -1.
+ */
 pid_t bcg_start_sleeper(const char *cg);
 
 /*
