@@ -192,6 +192,10 @@ build_kernel() {
 		return 0
 	fi
 	rm -f "$build/.cfsb-built"
+	# A tree with edits builds a kernel that no commit names: it gets no
+	# stamp, or the tree's HEAD would name it once the edits are gone.
+	local edited
+	edited=$(git -C "$tree" status --porcelain --untracked-files=no)
 	use_ccache
 	log "building $variant $arch/$config kernel in $build (make -j$jobs)"
 	local t0
@@ -200,7 +204,8 @@ build_kernel() {
 		CC="ccache ${cross}gcc" -j"$jobs" \
 		KBUILD_BUILD_USER=cfsb KBUILD_BUILD_HOST=qemu-guest
 	install_modules
-	echo "$want" >"$build/.cfsb-built"
+	[[ -n $edited || -n $(git -C "$tree" status --porcelain --untracked-files=no) ]] ||
+		echo "$want" >"$build/.cfsb-built"
 	log "built in $(($(now_s) - t0)) s"
 }
 
