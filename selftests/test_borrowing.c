@@ -613,11 +613,11 @@ TEST_F(borrowing, charged_sibling_costs_the_parent)
  * pay: the parent owes only what the child took, which is all the child's
  * own use could have taken from it. Its other child, one spinner per CPU
  * under the parent's quota of half a CPU each, keeps nearly all it had:
- * the parent pays the child's 5 ms per period, a tenth of the sibling's
- * 50 ms per CPU, not the 100 ms per period charged. The quota, below what
- * the machine gives the spinners, decides what they get, not the host's
- * load (with a quota of a CPU each, the sibling's share followed the
- * emulator's: 86-104% of what it had, where the parent paid 5%).
+ * the parent pays the child's quota, a twentieth of its own, each period
+ * (not the whole wall time charged). The quota, below what the machine
+ * gives the spinners, decides what they get, not the host's load (with a
+ * quota of a CPU each, the sibling's share followed the emulator's:
+ * 86-104% of what it had, where the parent paid 5%).
  */
 TEST_F(borrowing, limited_child_bounds_what_its_parent_pays)
 {
@@ -629,7 +629,7 @@ TEST_F(borrowing, limited_child_bounds_what_its_parent_pays)
 
 	ASSERT_NE(NULL, sibling);
 	set_bandwidth(_metadata, self->parent, nr * PERIOD_US / 2);
-	set_bandwidth(_metadata, self->child, PERIOD_US / 20);
+	set_bandwidth(_metadata, self->child, nr * PERIOD_US / 40);
 	ASSERT_EQ(0, bcg_start_threads(sibling, nr, &t));
 	self->hog = t.pid;
 	bcg_sleep_usec(3 * PERIOD_US);
