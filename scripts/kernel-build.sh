@@ -181,12 +181,14 @@ configure() {
 }
 
 # --- build ----------------------------------------------------------------
+# tree_edited: does the tree hold changes no commit names?
+tree_edited() { [[ -n $(git -C "$tree" status --porcelain --untracked-files=no) ]]; }
+
 build_kernel() {
 	local image want
 	image="$build/$(arch_image "$arch")"
 	want="$(cat "$build/.cfsb-config") $(git -C "$tree" rev-parse HEAD)"
-	if [[ -f $image && $(cat "$build/.cfsb-built" 2>/dev/null) == "$want" ]] &&
-		[[ -z $(git -C "$tree" status --porcelain --untracked-files=no) ]]; then
+	if [[ -f $image && $(cat "$build/.cfsb-built" 2>/dev/null) == "$want" ]] && ! tree_edited; then
 		log "$variant $arch/$config kernel is up to date"
 		[[ -d $build/modules-root ]] || install_modules
 		return 0
@@ -194,8 +196,8 @@ build_kernel() {
 	rm -f "$build/.cfsb-built"
 	# A tree with edits builds a kernel that no commit names: it gets no
 	# stamp, or the tree's HEAD would name it once the edits are gone.
-	local edited
-	edited=$(git -C "$tree" status --porcelain --untracked-files=no)
+	local edited=0
+	tree_edited && edited=1
 	use_ccache
 	log "building $variant $arch/$config kernel in $build (make -j$jobs)"
 	local t0
@@ -204,8 +206,7 @@ build_kernel() {
 		CC="ccache ${cross}gcc" -j"$jobs" \
 		KBUILD_BUILD_USER=cfsb KBUILD_BUILD_HOST=qemu-guest
 	install_modules
-	[[ -n $edited || -n $(git -C "$tree" status --porcelain --untracked-files=no) ]] ||
-		echo "$want" >"$build/.cfsb-built"
+	[[ $edited -eq 1 ]] || tree_edited || echo "$want" >"$build/.cfsb-built"
 	log "built in $(($(now_s) - t0)) s"
 }
 
