@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 LOG_TIME_OF_DAY=1
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [--results DIR] [--skip-build] [--targets none|auto|all]
+Usage: ${0##*/} [--results DIR] [--skip-build] [--targets none|auto|all] [--thorough]
 
 Runs every test of the project and ends with "N passed, N failed, N skipped":
   1. static checks: shellcheck, ruff (installed with pip, skipped where
@@ -39,11 +39,11 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      (scripts/check-export.sh: a build keeps un-exported work, the series
      is generated from nerdctl-patch/src); then, in the guest with containerd: its integration
      tests (nerdctl-patch/tests/run-in-guest.sh) on cgroup v2 with runc
-     (every section, a flood of 200000 lines), on v1 with crun, and with
+     (every section, a flood of 100000 lines), on v1 with crun, and with
      systemd as PID 1 and the systemd cgroup driver (v2, runc), the last
      two with the sections that depend on them only (the container's
      cgroup found and charged, removed mid-flood, a parent's quota, the
-     escape attempts; with --targets all, every section everywhere and a
+     escape attempts; with --thorough, every section everywhere and a
      flood of a million lines); on the stock kernel, that logging still
      works;
   6. the upstream test_cpu on the stock kernel (cgroup v2), and the check
@@ -62,7 +62,8 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      worker's CPU time to its client (within 1 %), by hand and through
      Podman's metadata, the thread rule, --pace;
      with unchanged engines (v2), in 3 s windows, on the patched kernel
-     and on the stock kernel (borrowd's quota mode), both on the
+     and on the stock kernel (borrowd's quota mode; CRI there with
+     --thorough), both on the
      instruction clock: conmon's CPU charged
      to its container (Podman), dockerd's and containerd's CRI plugin's by
      the thread rule (Docker; pods made by crictl,
@@ -75,7 +76,8 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      kill -9 (the watchdog) and by --resume, another party's write kept;
   8. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
      --quick: the stock and the patched kernel, every charging mode, the
-     overhead and the engines part, on the instruction clock), checked end
+     overhead and the engines part, on the instruction clock; on cgroup v2,
+     and v1 too with --thorough), checked end
      to end: every planned VM exited 0 and measured every cell, the report
      and the summary are what the raw data give, and the numbers' sanity
      (experiments/check_noisy_logging.py: B = A within the stated
@@ -99,22 +101,28 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      (rebuilt if its series changed). --targets all builds them first
      (from scratch, as measured on a loaded host: 7.2 30 minutes,
      arm64 37 and its root filesystem 7; each target's test_cpu about 10
-     minutes per kernel), and runs every container section everywhere (5.).
+     minutes per kernel); it implies --thorough.
+--thorough: every container section on every hierarchy and a million-line
+flood (5.), the study on cgroup v1 as well (8.): about 40 minutes more.
 The VMs on the wall clock (3. to 7.) run one at a time: their timings are
 the host's. Those on the instruction clock (7.'s engines and stock-kernel
-tools suites, 8.'s study) run beside them from step 5 on, on the other
-host CPU, and two at a time after step 7 (icount-1.log, icount-2.log).
+tools suites, 8.'s study) run beside them, on the other host CPU, from the
+moment everything a VM runs is built (the kernels, the series patch by
+patch, the tools, nerdctl, crictl, the images; then the entry points'
+checks, step 3, KUnit on i386, nerdctl's unit tests and the wall clock's
+VMs run), and two at a time after step 7 (icount-1.log, icount-2.log).
 TAP output of every suite is kept in the results directory (default
 results/tests).
 EOF
 }
 
-results=$CFSB_ROOT/results/tests skip_build=0 targets=none
+results=$CFSB_ROOT/results/tests skip_build=0 targets=none thorough=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--results) results=${2:?}; shift 2 ;;
 	--skip-build) skip_build=1; shift ;;
 	--targets) targets=${2:?}; shift 2 ;;
+	--thorough) thorough=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
@@ -123,6 +131,7 @@ done
 # The guests write their results there, through the checkout's mount.
 results=$(realpath -m "$results")
 [[ $targets == none || $targets == auto || $targets == all ]] || die "--targets takes none, auto or all"
+[[ $targets != all ]] || thorough=1
 [[ $results == "$CFSB_ROOT"/* ]] || die "--results must be inside the checkout ($CFSB_ROOT): the guests write there"
 t0=$(now_s)
 rm -rf "$results"
@@ -195,10 +204,6 @@ command -v ruff >/dev/null || python3 -m pip install -q ruff >/dev/null 2>&1 || 
 # checkpatch needs a kernel tree: make sure the source is unpacked.
 [[ $skip_build -eq 1 ]] || "$CFSB_ROOT/scripts/kernel-build.sh" --variant stock
 static_checks || true
-# Every entry point's --help, and the guest-only scripts' refusal, in a
-# sandbox (a TAP file of its own: each entry point counts).
-log "entry points: --help and the guest-only scripts' refusal"
-"$CFSB_ROOT/scripts/check-entry-points.sh" | tee "$results/entry-points.tap" || true
 
 # --- 2. builds --------------------------------------------------------------
 if [[ $skip_build -eq 0 ]]; then
@@ -209,6 +214,136 @@ patched_image=$(kernel_image_path patched x86_64 default)
 make -s -C "$CFSB_ROOT/selftests" KSRC="$(kernel_tree stock)"
 ensure_packages "${CONTAINER_PACKAGES[@]}"
 python3 "$CFSB_ROOT/scripts/build_images.py" "$CFSB_ROOT/.build/images" >/dev/null
+
+# --- 4. the patched kernel, patch by patch ---------------------------------
+# Every patch of the series builds without a warning and passes KUnit (once
+# per series: a stamp records a series that passed). Before any other VM
+# starts: the patched kernel's image is each patch's kernel in turn.
+log "the series patch by patch"
+{
+	echo "TAP version 13"
+	if "$CFSB_ROOT/scripts/kernel-series.sh" build-each --if-changed >"$results/build-each.log" 2>&1; then
+		echo "ok 1 every patch builds without warnings and passes KUnit"
+	else
+		echo "not ok 1 every patch builds without warnings and passes KUnit"
+		tail -20 "$results/build-each.log" | sed 's/^/# /'
+	fi
+	echo "1..1"
+} | tee "$results/build-each.tap"
+
+# tools_build: a TAP line for the tools' build (-Werror: a warning fails
+# it).
+tools_build() {
+	echo "TAP version 13"
+	if make -s -C "$CFSB_ROOT/tools" >"$results/tools-build.log" 2>&1; then
+		echo "ok 1 make -C tools (-Wall -Werror)"
+	else
+		echo "not ok 1 make -C tools (-Wall -Werror)"
+		sed 's/^/# /' "$results/tools-build.log" | tail -40
+	fi
+	echo "1..1"
+}
+
+# What every VM needs, built and installed before the first starts (no
+# step builds anything a VM runs from here on).
+log "tools, nerdctl, crictl: build; what the VMs need"
+ensure_packages "${TOOLS_PACKAGES[@]}" "${ENGINE_PACKAGES[@]}" python3-matplotlib jq
+tools_build | tee "$results/tools-build.tap"
+"$CFSB_ROOT/scripts/crictl-build.sh"
+"$CFSB_ROOT/scripts/nerdctl-build.sh" --stock
+"$CFSB_ROOT/scripts/nerdctl-build.sh"
+# The series' edit/export workflow (after the build: it needs the patched
+# tree; it gives the tree the series back at its end). The binary is built
+# again if that changed it, before a VM runs it.
+"$CFSB_ROOT/scripts/check-export.sh" | tee "$results/export.tap" || true
+"$CFSB_ROOT/scripts/nerdctl-build.sh"
+
+# --- the instruction clock's VMs, beside the wall clock's ----------------
+# Each VM runs single-threaded TCG: one host CPU. The wall clock's VMs run
+# one at a time (their timings are the host's), so from here to the end of
+# step 7 (the checks of step 1's entry points, the vm-run.sh checks, KUnit
+# on i386, nerdctl's unit tests and every wall-clock VM) a worker runs the
+# instruction clock's VMs on the other CPU (a
+# guest on that clock counts its time in instructions, whatever the host's
+# load); when the wall clock's VMs are done a second worker joins. Each
+# job runs once: the first worker to claim it runs it.
+# The engines (patched kernel: borrowd's kernel mode; stock: its quota
+# mode, from its --stats) and the stock kernel's tools suites (quota mode,
+# v2 and v1) are on this clock because the quota mode's shares, its
+# watchdog's second and the thread rule's evidence budget are timings.
+# On the wall clock a single-threaded TCG guest runs its vCPUs in turns,
+# and a daemon thread's run on one vCPU counts the other's turns too:
+# dockerd's CPU per byte logged varied 25-fold between boots there (136
+# to 3,327 ns), and the two containers' charges per byte by 0.61 to 1.27
+# (x/y, 3 s windows); on this clock 0.95 to 1.04, as the engines' bounds
+# were measured.
+# engines_tap NAME ENGINES VM-RUN-ARG...: the engines test of ENGINES (a
+# comma-separated list) into tools-NAME.tap.
+engines_tap() {
+	local out=$results/tools-$1.tap engines
+	IFS=, read -ra engines <<<"$2"
+	shift 2
+	"$CFSB_ROOT/scripts/vm-run.sh" "$@" -- \
+		tools/tests/engines-in-guest.sh --tap --seconds 3 "${engines[@]}" 2>&1 |
+		grep -v 'level=' >"$out" || true
+	grep -qE '^1\.\.[0-9]+$' "$out" ||
+		echo "not ok 999 engines: the run ended early (the last lines it wrote: above)" >>"$out"
+	! grep -q '^not ok' "$out" || tail -30 "$out"
+}
+# tools_stock HIERARCHY: the stock kernel's tools suites.
+tools_stock() {
+	"$CFSB_ROOT/scripts/vm-run.sh" --icount 0 --kernel "$stock_image" --cgroup "$1" -- \
+		tools/tests/run-in-guest.sh "$results/tools-stock-$1" cgborrow-stock borrowd-stock \
+		>"$results/tools-stock-$1.log" 2>&1 || true
+}
+# (8. the noisy-logging study's quick tier, on this clock too; checked in
+# step 8. On cgroup v2: the v1 VMs, 21 of its 50 min, with --thorough.)
+study_hierarchies=v2
+((thorough == 0)) || study_hierarchies=both
+study_quick() {
+	"$CFSB_ROOT/experiments/noisy_logging.sh" --quick --cgroup "$study_hierarchies" --no-build --vm-slots 1 \
+		--out "$results/noisy_logging" >"$results/noisy_logging.log" 2>&1 ||
+		tail -30 "$results/noisy_logging.log"
+}
+# The quota mode's engines: its charging is the same whatever the engine,
+# and the patched kernel's run covers every engine's discovery; Podman's
+# process rule and Docker's thread rule (CRI's too with --thorough).
+stock_engines=podman,docker
+((thorough == 0)) || stock_engines=podman,docker,cri
+# icount_job NAME: one job; icount_jobs: their names, the longest first.
+icount_jobs=(study-quick engines-stock engines-patched tools-stock-v2 tools-stock-v1)
+icount_job() {
+	case $1 in
+	study-quick) study_quick ;;
+	engines-stock) engines_tap engines-stock "$stock_engines" --kernel "$stock_image" --cgroup v2 --icount 0 ;;
+	engines-patched) engines_tap engines podman,docker,cri --kernel "$patched_image" --cgroup v2 --icount 0 ;;
+	tools-stock-v2) tools_stock v2 ;;
+	tools-stock-v1) tools_stock v1 ;;
+	esac
+}
+# icount_worker NAME: claims and runs jobs until none is left; its output
+# in icount-NAME.log.
+icount_worker() {
+	local job
+	for job in "${icount_jobs[@]}"; do
+		mkdir "$results/.icount-job-$job" 2>/dev/null || continue
+		echo "[$(date -u +%T)] $job"
+		icount_job "$job"
+		echo "[$(date -u +%T)] $job: done"
+	done >"$results/icount-$1.log" 2>&1
+}
+# (A host with one CPU runs them after the wall clock's VMs.)
+icount_worker_1=""
+if [[ $(nproc) -ge 2 ]]; then
+	log "the instruction clock's VMs: a worker from now on (icount-1.log)"
+	icount_worker 1 &
+	icount_worker_1=$!
+fi
+
+# Every entry point's --help, and the guest-only scripts' refusal, in a
+# sandbox (a TAP file of its own: each entry point counts).
+log "entry points: --help and the guest-only scripts' refusal"
+"$CFSB_ROOT/scripts/check-entry-points.sh" | tee "$results/entry-points.tap" || true
 
 # --- 3. vm-run.sh itself ----------------------------------------------------
 # vm ARG...: vm-run.sh with the patched kernel; its output (stdout and
@@ -248,20 +383,7 @@ vm_run_checks() {
 log "scripts/vm-run.sh checks"
 vm_run_checks | tee "$results/vm-run.tap"
 
-# --- 4. the patched kernel --------------------------------------------------
-# Every patch of the series builds without a warning and passes KUnit (once
-# per series: a stamp records a series that passed).
-log "the series patch by patch"
-{
-	echo "TAP version 13"
-	if "$CFSB_ROOT/scripts/kernel-series.sh" build-each --if-changed >"$results/build-each.log" 2>&1; then
-		echo "ok 1 every patch builds without warnings and passes KUnit"
-	else
-		echo "not ok 1 every patch builds without warnings and passes KUnit"
-		tail -20 "$results/build-each.log" | sed 's/^/# /'
-	fi
-	echo "1..1"
-} | tee "$results/build-each.tap"
+# --- 4. the patched kernel, in the guest ----------------------------------
 # The suite on a 32-bit kernel (i386, no SMP): u64 arithmetic that a
 # size_t-wide helper would truncate there passes on x86_64.
 log "KUnit on i386"
@@ -285,19 +407,6 @@ log "patched kernel, cgroup v2, 4 vCPUs: borrowing"
 "$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v2 --cpus 4 -- \
 	selftests/run-in-guest.sh "$results/patched-v2-4cpus" borrowing || true
 
-# tools_build: a TAP line for the tools' build (-Werror: a warning fails
-# it).
-tools_build() {
-	echo "TAP version 13"
-	if make -s -C "$CFSB_ROOT/tools" >"$results/tools-build.log" 2>&1; then
-		echo "ok 1 make -C tools (-Wall -Werror)"
-	else
-		echo "not ok 1 make -C tools (-Wall -Werror)"
-		sed 's/^/# /' "$results/tools-build.log" | tail -40
-	fi
-	echo "1..1"
-}
-
 # --- 5. the patched nerdctl ------------------------------------------------
 containers() {
 	local name=$1
@@ -312,101 +421,21 @@ containers() {
 	grep -qE '^1\.\.[0-9]+$' "$out" ||
 		echo "not ok 999 containers $name: the run ended early (see above)" | tee -a "$out"
 }
+# (The build is done: this runs the checks and the unit tests only.)
 log "nerdctl: unit tests"
 "$CFSB_ROOT/scripts/nerdctl-build.sh" --tap "$results/nerdctl-unit.tap" || true
-# The series' edit/export workflow (after the build: it needs the patched
-# tree).
-"$CFSB_ROOT/scripts/check-export.sh" | tee "$results/export.tap" || true
-# --- the instruction clock's VMs, beside the wall clock's ----------------
-# Each VM runs single-threaded TCG: one host CPU. The wall clock's VMs run
-# one at a time (their timings are the host's), so from here to the end of
-# step 7 a worker runs the instruction clock's VMs on the other CPU (a
-# guest on that clock counts its time in instructions, whatever the host's
-# load); when the wall clock's VMs are done a second worker joins. Each
-# job runs once: the first worker to claim it runs it.
-# The engines (patched kernel: borrowd's kernel mode; stock: its quota
-# mode, from its --stats) and the stock kernel's tools suites (quota mode,
-# v2 and v1) are on this clock because the quota mode's shares, its
-# watchdog's second and the thread rule's evidence budget are timings.
-# On the wall clock a single-threaded TCG guest runs its vCPUs in turns,
-# and a daemon thread's run on one vCPU counts the other's turns too:
-# dockerd's CPU per byte logged varied 25-fold between boots there (136
-# to 3,327 ns), and the two containers' charges per byte by 0.61 to 1.27
-# (x/y, 3 s windows); on this clock 0.95 to 1.04, as the engines' bounds
-# were measured.
-# engines_tap NAME VM-RUN-ARG...: the engines test into tools-NAME.tap.
-engines_tap() {
-	local out=$results/tools-$1.tap
-	shift
-	"$CFSB_ROOT/scripts/vm-run.sh" "$@" -- \
-		tools/tests/engines-in-guest.sh --tap --seconds 3 podman docker cri 2>&1 |
-		grep -v 'level=' >"$out" || true
-	grep -qE '^1\.\.[0-9]+$' "$out" ||
-		echo "not ok 999 engines: the run ended early (the last lines it wrote: above)" >>"$out"
-	! grep -q '^not ok' "$out" || tail -30 "$out"
-}
-# tools_stock HIERARCHY: the stock kernel's tools suites.
-tools_stock() {
-	"$CFSB_ROOT/scripts/vm-run.sh" --icount 0 --kernel "$stock_image" --cgroup "$1" -- \
-		tools/tests/run-in-guest.sh "$results/tools-stock-$1" cgborrow-stock borrowd-stock \
-		>"$results/tools-stock-$1.log" 2>&1 || true
-}
-# (8. the noisy-logging study's quick tier, on this clock too; checked in
-# step 8.)
-study_quick() {
-	"$CFSB_ROOT/experiments/noisy_logging.sh" --quick --no-build --vm-slots 1 \
-		--out "$results/noisy_logging" >"$results/noisy_logging.log" 2>&1 ||
-		tail -30 "$results/noisy_logging.log"
-}
-# icount_job NAME: one job; icount_jobs: their names, the longest first.
-icount_jobs=(study-quick engines-stock engines-patched tools-stock-v2 tools-stock-v1)
-icount_job() {
-	case $1 in
-	study-quick) study_quick ;;
-	engines-stock) engines_tap engines-stock --kernel "$stock_image" --cgroup v2 --icount 0 ;;
-	engines-patched) engines_tap engines --kernel "$patched_image" --cgroup v2 --icount 0 ;;
-	tools-stock-v2) tools_stock v2 ;;
-	tools-stock-v1) tools_stock v1 ;;
-	esac
-}
-# icount_worker NAME: claims and runs jobs until none is left; its output
-# in icount-NAME.log.
-icount_worker() {
-	local job
-	for job in "${icount_jobs[@]}"; do
-		mkdir "$results/.icount-job-$job" 2>/dev/null || continue
-		echo "[$(date -u +%T)] $job"
-		icount_job "$job"
-		echo "[$(date -u +%T)] $job: done"
-	done >"$results/icount-$1.log" 2>&1
-}
-# What the jobs need, built and installed before (the wall clock's steps
-# build nothing they use from here on).
-log "tools: build; what the instruction clock's VMs need"
-ensure_packages "${TOOLS_PACKAGES[@]}" "${ENGINE_PACKAGES[@]}" python3-matplotlib jq
-tools_build | tee "$results/tools-build.tap"
-"$CFSB_ROOT/scripts/crictl-build.sh"
-"$CFSB_ROOT/scripts/nerdctl-build.sh" --stock
-# (A host with one CPU runs them after the wall clock's VMs.)
-icount_worker_1=""
-if [[ $(nproc) -ge 2 ]]; then
-	log "the instruction clock's VMs: a worker from now on (icount-1.log)"
-	icount_worker 1 &
-	icount_worker_1=$!
-fi
-
 # Every section on v2 with runc. On v1 with crun and with the systemd
 # driver, the sections that depend on the hierarchy, the runtime or the
 # driver: finding the container's cgroup and charging it, its removal
 # mid-flood, a parent's quota and the escape attempts (the others exercise
 # the logger's own data path, the same everywhere, and took 6 to 11 min
-# a run there). The flood byte for byte: 200000 lines (a million took
-# 5 min a mode under emulation). --targets all: every section everywhere,
+# a run there). The flood byte for byte: 100000 lines (a million took
+# 5 min a mode under emulation). --thorough: every section everywhere,
 # a million lines.
 same_everywhere=(--only "charge,vanish,parent,escape")
-flood_lines=(--flood-lines 200000) v2_skip=(--skip throughput)
-[[ $targets != all ]] || same_everywhere=() flood_lines=() v2_skip=()
-# (The throughput section is a measurement, no check: with --targets all.)
+flood_lines=(--flood-lines 100000) v2_skip=(--skip throughput)
+((thorough == 0)) || same_everywhere=() flood_lines=() v2_skip=()
+# (The throughput section is a measurement, no check: with --thorough.)
 containers v2-runc --kernel "$patched_image" --cgroup v2 -- nerdctl-patch/tests/run-in-guest.sh \
 	"${flood_lines[@]}" "${v2_skip[@]}"
 containers v1-crun --kernel "$patched_image" --cgroup v1 -- nerdctl-patch/tests/run-in-guest.sh \

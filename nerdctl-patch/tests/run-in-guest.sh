@@ -81,10 +81,12 @@ quota_run() {
 	cs_run -d --cpuset-cpus 0 --cpu-quota 50000 --cpu-period 100000 "$@"
 }
 
-# Expected content of the flood container's logs.
-flood_cmd='seq 1 60000; seq 1 3000 >&2'
-seq 1 60000 >/tmp/want.out
-seq 1 3000 >/tmp/want.err
+# Expected content of the flood container's logs: more than a pipe holds
+# on stdout (109 kB), so that the paced logger falls behind, and lines on
+# stderr after them.
+flood_cmd='seq 1 20000; seq 1 1000 >&2'
+seq 1 20000 >/tmp/want.out
+seq 1 1000 >/tmp/want.err
 
 # logs_match ID: the container's logs, per stream, are what it printed,
 # once its logging process has copied everything and exited.
