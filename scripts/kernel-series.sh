@@ -33,7 +33,8 @@ Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selft
               and build the kernel at each step, without a new compiler
               warning; from the patch that adds the KUnit suite on, boot each
               step in QEMU and require the suite to pass. --if-changed skips
-              a series that already passed (stamp in $CFSB_CACHE).
+              a series that already passed (stamp in $CFSB_CACHE; a change
+              to the selftests patch alone does not count).
   kunit-i386  the KUnit suite on a 32-bit kernel: tools/testing/kunit/kunit.py
               builds the patched tree for i386 (a small configuration: the
               options the suite needs, no SMP) in its build-i386-kunit
@@ -242,7 +243,12 @@ cmd_build_each() {
 		esac
 	done
 	stamp=$CFSB_CACHE/build-each-$KERNEL_BASE.passed
-	mapfile -t patches < <(series_patches)
+	# What a step builds and runs: a patch that touches the selftests only
+	# (tools/testing/selftests) changes neither the kernel nor KUnit, so a
+	# change to it alone does not build the series again.
+	mapfile -t patches < <(series_patches | while read -r p; do
+		grep '^diff --git a/' "$p" | grep -qv '^diff --git a/tools/testing/selftests/' && echo "$p"
+	done)
 	want=$(files_hash "${patches[@]}")
 	if [[ $if_changed -eq 1 && $(cat "$stamp" 2>/dev/null) == "$want" ]]; then
 		log "this series already built and passed KUnit at every patch"
