@@ -236,6 +236,7 @@ static int add_rule(pid_t worker, unsigned long long start,
 {
 	struct worker zero = { 0 };
 	struct bcg_proc p;
+	struct bcg wg;
 	struct rule *r;
 	int ret, pidfd;
 
@@ -252,6 +253,16 @@ static int add_rule(pid_t worker, unsigned long long start,
 	pidfd = bcg_pidfd(worker, start);
 	if (pidfd < 0)
 		return pidfd;
+	/*
+	 * The group the worker runs in, before anything counts its time: a
+	 * worker that exits is charged by it (charge()), and one whose group
+	 * was never read would not be charged at all. Running after the read:
+	 * the pid was the worker's when read.
+	 */
+	if (bcg_from_pid(&wg, worker) || !bcg_pidfd_alive(pidfd)) {
+		close(pidfd);
+		return -ESRCH;
+	}
 	ret = bpf_map_update_elem(bpf_map__fd(skel->maps.workers), &worker,
 				  &zero, BPF_NOEXIST);
 	if (ret) {
@@ -273,9 +284,10 @@ static int add_rule(pid_t worker, unsigned long long start,
 	r->client = *client;
 	r->source = source;
 	r->seen = true;
+	r->worker_g = wg;
+	r->has_worker_g = true;
 	snprintf(r->container, sizeof(r->container), "%s", container ?: "");
 	read_comm(worker, r->comm, sizeof(r->comm));
-	note_worker_group(r);
 	msg("worker %d (%s) works for %s%s%s", (int)worker, r->comm,
 	    client->path, container ? ", container " : "", container ?: "");
 	return 0;
@@ -688,6 +700,13 @@ static int charge(const struct bcg *g, unsigned long long usec, pid_t worker,
 	if (!opt.pid_form) {
 		worker = 0;
 		wg = NULL;
+	} else if (worker <= 0 && !wg) {
+		/*
+		 * Neither the worker nor its group: "USEC" alone would cut at
+		 * the agent's own group, and the client's limited ancestors
+		 * that it shares with the worker would pay too.
+		 */
+		return -ESRCH;
 	}
 	if (opt.mode == MODE_QUOTA) {
 		if (worker > 0 && !bcg_from_pid(&now, worker))
