@@ -354,12 +354,26 @@ long bcg_tick_usec(void)
 	return USEC_PER_SEC / best;
 }
 
+/*
+ * Pins the caller to the @idx-th CPU it may run on. Called once in the
+ * group: joining a cpuset may change what it allows.
+ */
+static int pin_to_allowed_cpu(int idx)
+{
+	int cpu = allowed_cpu(idx);
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return -1;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
 pid_t bcg_start_hog(const char *cg, int idx)
 {
 	char buf[32];
-	cpu_set_t set;
 	pid_t pid;
-	int cpu;
 
 	pid = fork();
 	if (pid)
@@ -370,13 +384,7 @@ pid_t bcg_start_hog(const char *cg, int idx)
 	snprintf(buf, sizeof(buf), "%d", getpid());
 	if (cg_write(cg, "cgroup.procs", buf))
 		_exit(1);
-	/* Pinned once in @cg: joining a cpuset may change what it allows. */
-	cpu = allowed_cpu(idx);
-	if (cpu < 0)
-		_exit(1);
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
+	if (pin_to_allowed_cpu(idx))
 		_exit(1);
 	for (;;)
 		;
@@ -463,6 +471,11 @@ static void *spin(void *arg)
 
 int bcg_start_threads(const char *cg, int nr, struct bcg_threads *t)
 {
+	return bcg_start_threads_on(cg, nr, -1, t);
+}
+
+int bcg_start_threads_on(const char *cg, int nr, int idx, struct bcg_threads *t)
+{
 	size_t size = sizeof(*t->stats) * BCG_MAX_THREADS + sizeof(int);
 	char buf[32];
 	pthread_t th;
@@ -488,6 +501,9 @@ int bcg_start_threads(const char *cg, int nr, struct bcg_threads *t)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	snprintf(buf, sizeof(buf), "%d", getpid());
 	if (cg_write(cg, "cgroup.procs", buf))
+		_exit(1);
+	/* The threads inherit it. */
+	if (idx >= 0 && pin_to_allowed_cpu(idx))
 		_exit(1);
 	spinning = t;
 	for (i = 1; i < nr; i++) {

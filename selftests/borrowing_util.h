@@ -108,6 +108,8 @@ struct bcg_threads {
  */
 int bcg_nr_spinners(void);
 int bcg_start_threads(const char *cg, int nr, struct bcg_threads *t);
+/* The same, every thread on the @idx-th CPU the caller may run on. */
+int bcg_start_threads_on(const char *cg, int nr, int idx, struct bcg_threads *t);
 void bcg_threads_reset(struct bcg_threads *t);
 /*
  * Thread @i's longest stall since the reset, the one it is in now included
