@@ -103,7 +103,8 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      arm64 37 and its root filesystem 7; each target's test_cpu about 10
      minutes per kernel); it implies --thorough.
 --thorough: every container section on every hierarchy and a million-line
-flood (5.), the study on cgroup v1 as well (8.): about 40 minutes more.
+flood (5.), the study on cgroup v1 as well (8.): about 40 minutes more
+(estimated from the parts' times).
 The VMs on the wall clock (3. to 7.) run one at a time: their timings are
 the host's. Those on the instruction clock (7.'s engines and stock-kernel
 tools suites, 8.'s study) run beside them, on the other host CPU, from the
