@@ -252,12 +252,13 @@ ensure_packages "${TOOLS_PACKAGES[@]}" "${ENGINE_PACKAGES[@]}" python3-matplotli
 tools_build | tee "$results/tools-build.tap"
 "$CFSB_ROOT/scripts/crictl-build.sh"
 "$CFSB_ROOT/scripts/nerdctl-build.sh" --stock
-"$CFSB_ROOT/scripts/nerdctl-build.sh"
+# (A series that does not build fails step 5's TAP, which builds it again.)
+"$CFSB_ROOT/scripts/nerdctl-build.sh" || true
 # The series' edit/export workflow (after the build: it needs the patched
 # tree; it gives the tree the series back at its end). The binary is built
 # again if that changed it, before a VM runs it.
 "$CFSB_ROOT/scripts/check-export.sh" | tee "$results/export.tap" || true
-"$CFSB_ROOT/scripts/nerdctl-build.sh"
+"$CFSB_ROOT/scripts/nerdctl-build.sh" || true
 
 # --- the instruction clock's VMs, beside the wall clock's ----------------
 # Each VM runs single-threaded TCG: one host CPU. The wall clock's VMs run
