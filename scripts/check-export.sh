@@ -160,6 +160,12 @@ if [[ ! -d $ptree/.git && ! -f $ptree/.git ]]; then
 else
 	series_copy "$np"
 	export CFSB_NERDCTL_SERIES=$np
+	# As the series' author exported it (export signs off with git's
+	# identity).
+	nauthor=$(sed -n 's/^Signed-off-by: //p' "$(ls "$CFSB_ROOT"/nerdctl-patch/0001-*.patch)" | head -n1)
+	export GIT_AUTHOR_NAME=${nauthor% <*}
+	GIT_AUTHOR_EMAIL=${nauthor##*<}
+	export GIT_AUTHOR_EMAIL=${GIT_AUTHOR_EMAIL%>}
 	quietly "$nb" export
 	same_series() {
 		local p
@@ -182,7 +188,7 @@ else
 	check "export round trip: export takes it into src and into the patch that adds the file" \
 		'[[ $rc -eq 0 && $(tail -n1 "$np/src/$src_file") == "// edited in the tree" ]] &&
 			grep -q "^+// edited in the tree" "$np"/0001-*.patch && [[ ! -e $(echo "$np"/0006-*) ]]' "exit $rc: $out"
-	unset CFSB_NERDCTL_SERIES
+	unset CFSB_NERDCTL_SERIES GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL
 	# The real series back in the tree (no build).
 	quietly bash -c "source '$CFSB_ROOT/scripts/lib.sh' && mapfile -t p < <(find '$CFSB_ROOT/nerdctl-patch' -maxdepth 1 -name '0*.patch' | sort) &&
 		prepare_series_tree '$CFSB_CACHE/nerdctl/stock' '$ptree' patched 0 clean nerdctl export \"\${p[@]}\""

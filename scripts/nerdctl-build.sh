@@ -284,7 +284,7 @@ write_tap() {
 # --- export ---------------------------------------------------------------
 cmd_export() {
 	local ptree=$CFSB_CACHE/nerdctl/patched from scratch=$CFSB_CACHE/nerdctl/export src=$patch_dir/src
-	local tmp commits patches
+	local tmp commits patches ident
 	from=${export_tree:-$ptree}
 	[[ -d $from ]] || die "no patched tree at $from: run ${0##*/} first"
 	[[ -z $(git -C "$from" status --porcelain) ]] || die "$from has uncommitted changes: commit them first"
@@ -295,7 +295,12 @@ cmd_export() {
 	# The commits again, each added file from its source.
 	base_worktree "$repo" "$scratch"
 	tree_reset_to_base "$scratch" clean
-	remake_commits "$from" "$scratch" "$src" "${commits[@]}"
+	# Authored and signed off by whoever exports the series, as the kernel
+	# series is (scripts/kernel-series.sh export).
+	ident=$(git -C "$CFSB_ROOT" var GIT_AUTHOR_IDENT) ||
+		die "no git identity to sign the series off with: git config user.name and user.email"
+	ident=${ident% * *}
+	REMAKE_IDENT=$ident remake_commits "$from" "$scratch" "$src" "${commits[@]}"
 	tmp=$(mktemp -d)
 	# --no-signature: the files do not depend on the git version.
 	git -C "$scratch" format-patch -q --zero-commit --no-signature -o "$tmp" cfsb-base..HEAD
