@@ -47,6 +47,16 @@ check() {
 }
 # quietly CMD...: run CMD, its output (both streams) in $out, status in $rc.
 quietly() { out=$("$@" 2>&1) && rc=0 || rc=$?; }
+# as_author_of PATCH CMD...: CMD as the author of PATCH's series exported it
+# (export signs off with git's identity; the From: header may be folded,
+# the sign-off is not).
+as_author_of() {
+	local author email
+	author=$(sed -n 's/^Signed-off-by: //p' "$1" | head -n1)
+	email=${author##*<}
+	shift
+	env GIT_AUTHOR_NAME="${author% <*}" GIT_AUTHOR_EMAIL="${email%>}" "$@"
+}
 
 echo "TAP version 13"
 
@@ -160,13 +170,8 @@ if [[ ! -d $ptree/.git && ! -f $ptree/.git ]]; then
 else
 	series_copy "$np"
 	export CFSB_NERDCTL_SERIES=$np
-	# As the series' author exported it (export signs off with git's
-	# identity).
-	nauthor=$(sed -n 's/^Signed-off-by: //p' "$(ls "$CFSB_ROOT"/nerdctl-patch/0001-*.patch)" | head -n1)
-	export GIT_AUTHOR_NAME=${nauthor% <*}
-	GIT_AUTHOR_EMAIL=${nauthor##*<}
-	export GIT_AUTHOR_EMAIL=${GIT_AUTHOR_EMAIL%>}
-	quietly "$nb" export
+	nexport() { quietly as_author_of "$(ls "$CFSB_ROOT"/nerdctl-patch/0001-*.patch)" "$nb" export; }
+	nexport
 	same_series() {
 		local p
 		[[ $(find "$np" -maxdepth 1 -name '0*.patch' | wc -l) -eq $(find "$CFSB_ROOT/nerdctl-patch" -maxdepth 1 -name '0*.patch' | wc -l) ]] || return 1
@@ -174,7 +179,7 @@ else
 	}
 	check "export round trip: an unchanged series comes out byte for byte" '[[ $rc -eq 0 ]] && same_series' "exit $rc: $out"
 	echo "// edited where it stands" >>"$np/src/$src_file"
-	quietly "$nb" export
+	nexport
 	check "export round trip: a source edited in src goes into the series and the tree" \
 		'[[ $rc -eq 0 ]] && grep -q "^+// edited where it stands" "$np"/0001-*.patch &&
 			[[ $(tail -n1 "$ptree/$src_file") == "// edited where it stands" ]]' "exit $rc: $out"
@@ -184,11 +189,11 @@ else
 	check "export round trip: a commit in the patched tree stops the build" \
 		'[[ $rc -ne 0 && $out == *"not in the series"* && $(git -C "$ptree" log -1 --format=%s) == "fixup: edited in the tree" ]]' \
 		"exit $rc: $out"
-	quietly "$nb" export
+	nexport
 	check "export round trip: export takes it into src and into the patch that adds the file" \
 		'[[ $rc -eq 0 && $(tail -n1 "$np/src/$src_file") == "// edited in the tree" ]] &&
 			grep -q "^+// edited in the tree" "$np"/0001-*.patch && [[ ! -e $(echo "$np"/0006-*) ]]' "exit $rc: $out"
-	unset CFSB_NERDCTL_SERIES GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL
+	unset CFSB_NERDCTL_SERIES
 	# The real series back in the tree (no build).
 	quietly bash -c "source '$CFSB_ROOT/scripts/lib.sh' && mapfile -t p < <(find '$CFSB_ROOT/nerdctl-patch' -maxdepth 1 -name '0*.patch' | sort) &&
 		prepare_series_tree '$CFSB_CACHE/nerdctl/stock' '$ptree' patched 0 clean nerdctl export \"\${p[@]}\""
@@ -212,15 +217,9 @@ else
 		cp "$CFSB_ROOT"/kernel/patches/*.patch "$tmp/kpatches/"
 		cp -R "$CFSB_ROOT/kernel/src" "$tmp/ksrc"
 	}
-	# As the series' author exported it (export signs off with git's
-	# identity; the From: header may be folded, the sign-off is not).
-	kauthor=$(sed -n 's/^Signed-off-by: //p' "$(ls "$CFSB_ROOT"/kernel/patches/0001-*.patch)" | head -n1)
-	kname=${kauthor% <*}
-	kemail=${kauthor##*<}
-	kemail=${kemail%>}
 	kexport() {
-		quietly env CFSB_KERNEL_SERIES="$tmp/kpatches" CFSB_KERNEL_SRC="$tmp/ksrc" \
-			GIT_AUTHOR_NAME="$kname" GIT_AUTHOR_EMAIL="$kemail" \
+		quietly as_author_of "$(ls "$CFSB_ROOT"/kernel/patches/0001-*.patch)" \
+			env CFSB_KERNEL_SERIES="$tmp/kpatches" CFSB_KERNEL_SRC="$tmp/ksrc" \
 			"$ks" export --tree "$tmp/kwt"
 	}
 	same_kernel_series() {

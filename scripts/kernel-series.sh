@@ -141,11 +141,7 @@ cmd_export() {
 	tree_reset_to_base "$tree" clean
 	# Each file the series adds from its source in kernel/src.
 	sources_from_tree "$src" "$KERNEL_SRC_DIR" "${old_patches[@]}"
-	# Authored and signed off by whoever exports the series: git's identity
-	# (user.name and user.email, or GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL).
-	ident=$(git -C "$CFSB_ROOT" var GIT_AUTHOR_IDENT) ||
-		die "no git identity to sign the series off with: git config user.name and user.email"
-	ident=${ident% * *}
+	ident=$(exporter_ident)
 	REMAKE_IDENT=$ident remake_commits "$src" "$tree" "$KERNEL_SRC_DIR" "${commits[@]}"
 	date=$(git -C "$tree" log -1 --format=%aI)
 	add_selftests "$tree" "$date"

@@ -450,6 +450,16 @@ remake_commits() {
 	done
 }
 
+# exporter_ident: "Name <email>" of whoever exports a series, who authors
+# and signs it off: git's identity (user.name and user.email, or
+# GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL).
+exporter_ident() {
+	local ident
+	ident=$(git -C "$CFSB_ROOT" var GIT_AUTHOR_IDENT) ||
+		die "no git identity to sign the series off with: git config user.name and user.email"
+	echo "${ident% * *}"
+}
+
 # sha256 of the given files' names and contents, in order.
 files_hash() {
 	local f

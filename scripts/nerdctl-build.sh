@@ -295,11 +295,7 @@ cmd_export() {
 	# The commits again, each added file from its source.
 	base_worktree "$repo" "$scratch"
 	tree_reset_to_base "$scratch" clean
-	# Authored and signed off by whoever exports the series, as the kernel
-	# series is (scripts/kernel-series.sh export).
-	ident=$(git -C "$CFSB_ROOT" var GIT_AUTHOR_IDENT) ||
-		die "no git identity to sign the series off with: git config user.name and user.email"
-	ident=${ident% * *}
+	ident=$(exporter_ident)
 	REMAKE_IDENT=$ident remake_commits "$from" "$scratch" "$src" "${commits[@]}"
 	tmp=$(mktemp -d)
 	# --no-signature: the files do not depend on the git version.
