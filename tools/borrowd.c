@@ -62,12 +62,12 @@ struct rule {
 	char comm[16];
 	struct bcg client;
 	/*
-	 * The group the worker ran in when last seen running: it names the
-	 * worker once the worker has exited (its pid names nothing, or
-	 * another process), so that its last charges stop at the same level.
+	 * The group the worker ran in when last seen running (read before
+	 * its time is counted): it names the worker once the worker has
+	 * exited (its pid names nothing, or another process), so that its
+	 * last charges stop at the same level.
 	 */
 	struct bcg worker_g;
-	bool has_worker_g;
 	int source;
 	char container[128];	/* SRC_ENGINE: the container's id */
 	__u64 counted_ns;	/* worker CPU time covered by charges */
@@ -219,16 +219,25 @@ static void read_comm(pid_t pid, char *comm, size_t len)
 	comm[strcspn(comm, "\n")] = '\0';
 }
 
+/*
+ * The group that WORKER (held by PIDFD) runs in now, into G: 0, or -ESRCH
+ * if it no longer runs. Running after the read: the pid was the worker's
+ * when read.
+ */
+static int worker_group(pid_t worker, int pidfd, struct bcg *g)
+{
+	if (bcg_from_pid(g, worker) || !bcg_pidfd_alive(pidfd))
+		return -ESRCH;
+	return 0;
+}
+
 /* The group R's worker runs in now, if it still runs. */
 static void note_worker_group(struct rule *r)
 {
 	struct bcg g;
 
-	/* Running after the read: the pid was the worker's when read. */
-	if (!bcg_from_pid(&g, r->worker) && bcg_pidfd_alive(r->pidfd)) {
+	if (!worker_group(r->worker, r->pidfd, &g))
 		r->worker_g = g;
-		r->has_worker_g = true;
-	}
 }
 
 static int add_rule(pid_t worker, unsigned long long start,
@@ -256,10 +265,9 @@ static int add_rule(pid_t worker, unsigned long long start,
 	/*
 	 * The group the worker runs in, before anything counts its time: a
 	 * worker that exits is charged by it (charge()), and one whose group
-	 * was never read would not be charged at all. Running after the read:
-	 * the pid was the worker's when read.
+	 * was never read would not be charged at all.
 	 */
-	if (bcg_from_pid(&wg, worker) || !bcg_pidfd_alive(pidfd)) {
+	if (worker_group(worker, pidfd, &wg)) {
 		close(pidfd);
 		return -ESRCH;
 	}
@@ -285,7 +293,6 @@ static int add_rule(pid_t worker, unsigned long long start,
 	r->source = source;
 	r->seen = true;
 	r->worker_g = wg;
-	r->has_worker_g = true;
 	snprintf(r->container, sizeof(r->container), "%s", container ?: "");
 	read_comm(worker, r->comm, sizeof(r->comm));
 	msg("worker %d (%s) works for %s%s%s", (int)worker, r->comm,
@@ -746,7 +753,7 @@ static int charge_rule(struct rule *r, __u64 total_ns)
 	if (!usec)
 		return 0;
 	ret = charge(&r->client, usec, r->gone ? 0 : r->worker,
-		     r->has_worker_g ? &r->worker_g : NULL);
+		     &r->worker_g);
 	report_error(r, ret);
 	/*
 	 * Sub-microsecond remainders stay for the next charge. A failed one
