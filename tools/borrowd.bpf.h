@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* What borrowd.bpf.c and borrowd.c share: the maps' keys and values. */
+/* What borrowd.bpf.c and the agent's files share: the maps' keys and values. */
 #ifndef BORROWD_BPF_H
 #define BORROWD_BPF_H
 

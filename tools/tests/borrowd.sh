@@ -2,7 +2,7 @@
 # The checks are bash conditions evaluated later, hence single quotes, and
 # the variables they read look unused.
 # shellcheck disable=SC2016,SC2034
-# Tests of borrowd (tools/borrowd.c, tools/borrowd.bpf.c); TAP on stdout.
+# Tests of borrowd (tools/borrowd*.c with borrowd.bpf.c); TAP on stdout.
 #
 #   borrowd.sh host    argument and config errors (no BPF needed)
 #   borrowd.sh guest   in the guest on the patched kernel: a busy-looping

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What borrowd's files share: the settings, the workers' rules (the
+ * process rule), the daemons' clients (the thread rule) and the BPF
+ * skeleton; each file keeps the rest to itself.
+ *
+ *   borrowd.c          the settings, the mode, the BPF programs, the main loop
+ *   borrowd_workers.c  the process rule: the workers (also those the
+ *                      engines' metadata names) and the charges
+ *   borrowd_pace.c     --pace, and the watchdog that makes it crash-safe
+ *   borrowd_daemons.c  the thread rule: shared daemons and their clients
+ *   borrowd_stats.c    the totals: on SIGUSR1, at exit, --stats
+ */
+#ifndef BORROWD_H
+#define BORROWD_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#include "borrow_cg.h"
+
+/* How charges are paid: the kernel's file, or lowered quotas. */
+enum { MODE_AUTO, MODE_KERNEL, MODE_QUOTA };
+
+enum { SRC_CONFIG, SRC_ENGINE };
+
+struct rule {
+	pid_t worker;		/* tgid */
+	int pidfd;		/* holds the worker: its pid may be reused */
+	unsigned long long start;	/* the worker's start time (ticks) */
+	char comm[16];
+	struct bcg client;
+	/*
+	 * The group the worker ran in when last seen running (read before
+	 * its time is counted): it names the worker once the worker has
+	 * exited (its pid names nothing, or another process), so that its
+	 * last charges stop at the same level.
+	 */
+	struct bcg worker_g;
+	int source;
+	char container[128];	/* SRC_ENGINE: the container's id */
+	__u64 counted_ns;	/* worker CPU time covered by charges */
+	__u64 sum_ns;		/* the BPF sum, this round */
+	unsigned long long charged_us;
+	unsigned long long failed_us;	/* charges that failed, not retried */
+	int last_err;		/* reported once until it changes */
+	bool seen;		/* in the last engine scan */
+	bool stopped;		/* paced: SIGSTOPped by us */
+	bool gone;		/* its pid is another process's now */
+	unsigned long rounds, paused;
+};
+
+/* A shared daemon's work for one container. */
+struct client {
+	__u32 id;		/* its slot in client_ns */
+	pid_t daemon;
+	char container[128];
+	struct bcg g;
+	__u64 counted_ns;
+	unsigned long long charged_us;
+	unsigned long long failed_us;
+	int last_err;
+	bool seen;
+};
+
+struct borrowd_opts {
+	const char *config;
+	long interval_ms, scan_ms;
+	bool engine_podman, engine_containerd;
+	bool pid_form;
+	bool cgroup_form;	/* the kernel takes "USEC cgroup=ID" */
+	bool verbose;
+	bool pace;
+	long pace_periods;
+	long evidence_us;
+	bool resume;
+	int mode;
+	double duration;
+	char pod_logs[PATH_MAX];
+	char pace_state[PATH_MAX];
+	char quota_state[PATH_MAX];
+	char stats[PATH_MAX];
+};
+
+/* borrowd.c */
+extern struct borrowd_opts opt;
+extern const char *const mode_names[];
+/* The kernel has cpu.cfs.borrowing_us: 1, 0, -1 unknown (kernel_has_file()). */
+extern int kernel_file;
+extern struct borrowd_bpf *skel;
+extern int nr_cpus;
+
+/* borrowd_workers.c */
+extern struct rule *rules;
+extern int nr_rules;
+int alloc_in_progress(void);
+struct rule *find_rule(pid_t worker);
+void read_comm(pid_t pid, char *comm, size_t len);
+int add_rule(pid_t worker, unsigned long long start,
+	     const struct bcg *client, int source, const char *container);
+int charge(const struct bcg *g, unsigned long long usec, pid_t worker,
+	   const struct bcg *wg);
+void charge_all(bool reap);
+int client_of(struct bcg *g, const struct bcg_container *c);
+void scan_engines(void);
+
+/* borrowd_pace.c */
+void make_state_dir(const char *file);
+int start_watchdog(void);
+void stop_watchdog(void);
+int resume_pace_state(void);
+void pace(struct rule *r);
+void unpace(struct rule *r);
+
+/* borrowd_daemons.c */
+extern struct client *clients;
+extern int nr_clients;
+int add_daemon(const char *val);
+bool daemons_named(void);
+void find_daemons(void);
+void charge_clients(void);
+void scan_daemon_fds(void);
+
+/* borrowd_stats.c */
+extern unsigned long long gone_charged_us, gone_failed_us;
+const char *failed_note(unsigned long long failed_us);
+void print_totals(void);
+void write_stats(void);
+
+#endif /* BORROWD_H */

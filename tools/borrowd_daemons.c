@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * borrowd's thread rule, for shared daemons (--daemon): every scan maps
+ * each daemon's file descriptors that are a container's (its FIFOs, in the
+ * directory the engine keeps for the container: dockerd's
+ * /run/docker/containerd/ID/init-stdout, containerd CRI's
+ * .../containers/ID/io/N/ID-stdout; see engine_dirs) to the container's
+ * group; the BPF programs charge a daemon thread's time to a client while
+ * they have evidence (borrowd.bpf.c). dockerd's log file is in such a
+ * directory (/var/lib/docker/containers/ID/ID-json.log); a Kubernetes
+ * pod's log file (/var/log/pods/NS_POD_UID/NAME/N.log) is not, and its
+ * name is partly the tenant's: kubelet names it by a symlink in
+ * /var/log/containers (POD_NS_NAME-ID.log), which the scan resolves.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "borrow_cg.h"
+#include "borrow_quota.h"
+#include "borrowd.bpf.h"
+#include "borrowd.h"
+#include "borrowd.skel.h"
+
+struct daemon {
+	pid_t pid;
+	int pidfd;		/* holds it: its pid may be reused */
+	char comm[16];
+	bool seen;
+};
+
+/* A daemon named by its executable: NAME (in the system's bin dirs) or a path. */
+struct daemon_name {
+	char comm[16];
+	char path[PATH_MAX];	/* empty: NAME in the bin dirs */
+};
+
+#define MAX_DAEMON_NAMES	8
+
+static struct daemon_name daemon_names[MAX_DAEMON_NAMES];
+static int nr_daemon_names;
+static pid_t daemon_pids[MAX_DAEMON_NAMES];
+static int nr_daemon_pids;
+static bool daemon_pids_held;
+static struct daemon daemons[MAX_DAEMON_NAMES * 4];
+static int nr_daemons;
+struct client *clients;
+int nr_clients;
+static int cap_clients;
+static struct fd_key *fds;	/* what fd_clients holds */
+static int nr_fds, cap_fds;
+static struct bcg_container *containers;
+static int nr_containers, cap_containers;
+
+struct pod_log {
+	char path[PATH_MAX];	/* the log file, resolved */
+	char id[65];		/* its container */
+};
+
+static struct pod_log *pod_logs;
+static int nr_pod_logs, cap_pod_logs;
+
+/* DAEMON is known already: mark it seen if it still runs. */
+static bool daemon_known(pid_t pid)
+{
+	for (int i = 0; i < nr_daemons; i++) {
+		if (daemons[i].pid != pid)
+			continue;
+		daemons[i].seen = bcg_pidfd_alive(daemons[i].pidfd);
+		return true;
+	}
+	return false;
+}
+
+/* A daemon from now on, held by PIDFD (which it takes). */
+static void daemon_add(pid_t pid, int pidfd)
+{
+	__u32 one = 1;
+
+	if (nr_daemons == (int)ARRAY_SIZE(daemons) || find_rule(pid) ||
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.daemons), &pid, &one, BPF_ANY)) {
+		close(pidfd);
+		return;
+	}
+	daemons[nr_daemons].pid = pid;
+	daemons[nr_daemons].pidfd = pidfd;
+	daemons[nr_daemons].seen = true;
+	read_comm(pid, daemons[nr_daemons].comm, sizeof(daemons[0].comm));
+	msg("shared daemon %d (%s): charging its threads by what they read",
+	    (int)pid, daemons[nr_daemons].comm);
+	nr_daemons++;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/*
+ * Anyone can name a process after a daemon. A daemon by name is a process
+ * of the host, not of a container: in the mount namespace of PID 1, its
+ * executable the daemon's binary there (the path given, or NAME in the
+ * system's bin directories, seen through PID 1's root).
+ */
+static bool is_daemon(pid_t pid, const struct daemon_name *dn)
+{
+	static const char *const dirs[] = {
+		"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
+		"/sbin", "/bin",
+	};
+	char path[PATH_MAX + 64];
+	struct stat host_mnt, mnt, exe, bin;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	if (stat("/proc/1/ns/mnt", &host_mnt) || stat(path, &mnt) ||
+	    !same_file(&host_mnt, &mnt))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &exe))
+		return false;
+	if (dn->path[0]) {
+		if (snprintf(path, sizeof(path), "/proc/1/root%s",
+			     dn->path) >= (int)sizeof(path))
+			return false;
+		return !stat(path, &bin) && same_file(&exe, &bin);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		if (snprintf(path, sizeof(path), "/proc/1/root%s/%s", dirs[i],
+			     dn->comm) < (int)sizeof(path) &&
+		    !stat(path, &bin) && same_file(&exe, &bin))
+			return true;
+	}
+	return false;
+}
+
+/* The daemons named by pid, and the processes a daemon's name finds. */
+void find_daemons(void)
+{
+	char comm[16];
+	struct dirent *de;
+	DIR *proc;
+	int n = 0, fd;
+
+	for (int i = 0; i < nr_daemons; i++)
+		daemons[i].seen = false;
+	/*
+	 * By pid: the process that has it at the first scan, held by a pidfd;
+	 * once it exits, another process with its pid is not the daemon.
+	 */
+	for (int i = 0; i < nr_daemon_pids && !daemon_pids_held; i++) {
+		fd = bcg_pidfd(daemon_pids[i], 0);
+		if (fd >= 0)
+			daemon_add(daemon_pids[i], fd);
+		else
+			msg("--daemon %d: no such process", (int)daemon_pids[i]);
+	}
+	daemon_pids_held = true;
+	for (int i = 0; i < nr_daemons; i++)
+		daemons[i].seen = bcg_pidfd_alive(daemons[i].pidfd);
+	proc = nr_daemon_names ? opendir("/proc") : NULL;
+	if (proc) {
+		while ((de = readdir(proc))) {
+			pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
+
+			if (pid <= 0)
+				continue;
+			read_comm(pid, comm, sizeof(comm));
+			for (int i = 0; i < nr_daemon_names; i++) {
+				if (strcmp(comm, daemon_names[i].comm) || daemon_known(pid))
+					continue;
+				/* Checked with the pid held: it cannot change hands. */
+				fd = bcg_pidfd(pid, 0);
+				if (fd < 0)
+					continue;
+				if (is_daemon(pid, &daemon_names[i]) && bcg_pidfd_alive(fd))
+					daemon_add(pid, fd);
+				else
+					close(fd);
+			}
+		}
+		closedir(proc);
+	}
+	for (int i = 0; i < nr_daemons; i++) {
+		if (daemons[i].seen) {
+			daemons[n++] = daemons[i];
+			continue;
+		}
+		bpf_map_delete_elem(bpf_map__fd(skel->maps.daemons), &daemons[i].pid);
+		close(daemons[i].pidfd);
+		msg("shared daemon %d (%s): gone", (int)daemons[i].pid, daemons[i].comm);
+	}
+	nr_daemons = n;
+}
+
+static int collect_container(const struct bcg_container *c, void *arg)
+{
+	if (bcg_grow((void **)&containers, &cap_containers, nr_containers + 1,
+		     sizeof(*containers)))
+		return -ENOMEM;
+	containers[nr_containers++] = *c;
+	return 0;
+}
+
+/* The client of DAEMON for a container, made if new: NULL if none left. */
+static struct client *daemon_client(pid_t daemon, const struct bcg_container *c)
+{
+	static __u32 next_id = 1;
+	__u64 zero = 0;
+	struct client *cl;
+	struct bcg g;
+	__u32 id;
+
+	for (int i = 0; i < nr_clients; i++)
+		if (clients[i].daemon == daemon && !strcmp(clients[i].container, c->id))
+			return &clients[i];
+	if (client_of(&g, c) || nr_clients >= MAX_CLIENTS - 1)
+		return NULL;
+	/* The lowest id that no client holds. */
+	for (id = next_id;; id = id % (MAX_CLIENTS - 1) + 1) {
+		bool used = false;
+
+		for (int i = 0; i < nr_clients && !used; i++)
+			used = clients[i].id == id;
+		if (!used)
+			break;
+	}
+	next_id = id % (MAX_CLIENTS - 1) + 1;
+	if (bcg_grow((void **)&clients, &cap_clients, nr_clients + 1, sizeof(*clients)))
+		return NULL;
+	bpf_map_update_elem(bpf_map__fd(skel->maps.client_ns), &id, &zero, BPF_ANY);
+	cl = &clients[nr_clients++];
+	memset(cl, 0, sizeof(*cl));
+	cl->id = id;
+	cl->daemon = daemon;
+	cl->g = g;
+	snprintf(cl->container, sizeof(cl->container), "%s", c->id);
+	msg("shared daemon %d: reads for container %.12s go to %s", (int)daemon,
+	    c->id, g.path);
+	return cl;
+}
+
+static void charge_client(struct client *cl, __u64 total_ns)
+{
+	unsigned long long usec;
+	int ret;
+
+	if (total_ns <= cl->counted_ns)
+		return;
+	usec = (total_ns - cl->counted_ns) / 1000;
+	if (!usec)
+		return;
+	ret = charge(&cl->g, usec, cl->daemon, NULL);
+	if (ret != cl->last_err && ret)
+		msg("daemon %d: cannot charge %s: %s", (int)cl->daemon, cl->g.path,
+		    bcg_strerror(ret));
+	cl->last_err = ret;
+	/* A failed charge is counted and not retried, as charge_rule()'s. */
+	cl->counted_ns += usec * 1000;
+	if (ret) {
+		cl->failed_us += usec;
+		return;
+	}
+	cl->charged_us += usec;
+	if (opt.verbose)
+		msg("charged %llu us to %s for daemon %d", usec, cl->g.path,
+		    (int)cl->daemon);
+}
+
+void charge_clients(void)
+{
+	int fd = bpf_map__fd(skel->maps.client_ns);
+	__u64 ns;
+
+	for (int i = 0; i < nr_clients; i++)
+		if (!bpf_map_lookup_elem(fd, &clients[i].id, &ns))
+			charge_client(&clients[i], ns);
+}
+
+static void forget_client(const struct client *cl)
+{
+	msg("shared daemon %d: container %.12s gone, charged %llu us in all%s",
+	    (int)cl->daemon, cl->container, cl->charged_us, failed_note(cl->failed_us));
+	gone_charged_us += cl->charged_us;
+	gone_failed_us += cl->failed_us;
+}
+
+/* kubelet's links: NAME-ID.log, ID 64 hex digits, to the container's log. */
+static void scan_pod_logs(void)
+{
+	char link[PATH_MAX];
+	struct dirent *de;
+	const char *id;
+	size_t len;
+	DIR *dir;
+
+	dir = opendir(opt.pod_logs);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		len = strlen(de->d_name);
+		if (len <= 69 || strcmp(de->d_name + len - 4, ".log") ||
+		    de->d_name[len - 69] != '-')
+			continue;
+		id = de->d_name + len - 68;
+		if (strspn(id, "0123456789abcdef") != 64)
+			continue;
+		if (bcg_grow((void **)&pod_logs, &cap_pod_logs, nr_pod_logs + 1,
+			     sizeof(*pod_logs)))
+			break;
+		if (snprintf(link, sizeof(link), "%s/%s", opt.pod_logs,
+			     de->d_name) >= (int)sizeof(link) ||
+		    !realpath(link, pod_logs[nr_pod_logs].path))
+			continue;
+		memcpy(pod_logs[nr_pod_logs].id, id, 64);
+		pod_logs[nr_pod_logs].id[64] = '\0';
+		nr_pod_logs++;
+	}
+	closedir(dir);
+}
+
+/*
+ * The directories where the engines keep each container's FIFOs and log
+ * files, one directory per container named by its id: dockerd's
+ * /run/docker/containerd/ID/init-stdout and its log
+ * /var/lib/docker/containers/ID/ID-json.log, containerd CRI's
+ * /run/containerd/io.containerd.grpc.v1.cri/containers/ID/io/N/ID-stdout.
+ * Only the engine writes there; a file elsewhere whose name holds an id
+ * (a pod or container name, a file a tenant names) is no container's.
+ */
+static const struct {
+	bool run;		/* under the run directory */
+	const char *dir;
+} engine_dirs[] = {
+	{ true, "docker/containerd" },
+	{ true, "containerd/io.containerd.grpc.v1.cri/containers" },
+	{ false, "/var/lib/docker/containers" },
+};
+
+/* The container id of TARGET if it is in an engine's directory for one. */
+static bool engine_file_id(const char *target, char *id, size_t len)
+{
+	char dir[PATH_MAX];
+	const char *rest, *slash;
+	size_t n;
+
+	for (size_t i = 0; i < ARRAY_SIZE(engine_dirs); i++) {
+		n = snprintf(dir, sizeof(dir), "%s%s%s/",
+			     engine_dirs[i].run ? bcg_run_dir() : "",
+			     engine_dirs[i].run ? "/" : "", engine_dirs[i].dir);
+		if (n >= sizeof(dir) || strncmp(target, dir, n))
+			continue;
+		rest = target + n;
+		slash = strchr(rest, '/');
+		if (!slash || slash == rest || (size_t)(slash - rest) >= len)
+			continue;
+		snprintf(id, len, "%.*s", (int)(slash - rest), rest);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Whether a daemon's descriptor FD (a name in DIR, its /proc/PID/fd)
+ * carries a container's output: a FIFO, or a file open for writing. A log
+ * file open for reading serves a `logs` request, which is not the
+ * container's work.
+ */
+static bool fd_carries_output(pid_t daemon, DIR *dir, const char *fd)
+{
+	char path[PATH_MAX], info[256];
+	const char *flags;
+	struct stat st;
+
+	if (fstatat(dirfd(dir), fd, &st, 0))
+		return false;
+	if (S_ISFIFO(st.st_mode))
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int)daemon, fd);
+	if (!S_ISREG(st.st_mode) || bcg_read_file(path, info, sizeof(info)) <= 0)
+		return false;
+	flags = strstr(info, "flags:");
+	return flags && (strtoul(flags + 6, NULL, 8) & O_ACCMODE) != O_RDONLY;
+}
+
+/* The client of DAEMON whose file TARGET is (a descriptor's link), or NULL. */
+static struct client *fd_client(pid_t daemon, const char *target, DIR *dir,
+				const char *fd)
+{
+	char buf[128];
+	const char *id = NULL;
+
+	for (int p = 0; p < nr_pod_logs && !id; p++)
+		if (!strcmp(target, pod_logs[p].path))
+			id = pod_logs[p].id;
+	if (!id && engine_file_id(target, buf, sizeof(buf)))
+		id = buf;
+	if (!id || !fd_carries_output(daemon, dir, fd))
+		return NULL;
+	for (int c = 0; c < nr_containers; c++)
+		if (!strcmp(containers[c].id, id))
+			return daemon_client(daemon, &containers[c]);
+	return NULL;
+}
+
+/*
+ * A descriptor of the daemon's runtime: the Go scheduler's wake-up eventfd
+ * (a pipe before Go 1.21, as in Debian's dockerd and containerd) and
+ * epoll. Go reads and writes them between and within any goroutine's
+ * work, a container's lines too: they neither end nor begin work for one.
+ */
+static bool fd_runtime(const char *target)
+{
+	return !strncmp(target, "anon_inode:", 11) || !strncmp(target, "pipe:", 5);
+}
+
+void scan_daemon_fds(void)
+{
+	int map = bpf_map__fd(skel->maps.fd_clients), nr_new = 0, n = 0;
+	const __u32 no_client = 0;
+	static struct fd_key *new;
+	static int cap_new;
+	char path[64], target[PATH_MAX];
+	struct dirent *de;
+	ssize_t len;
+	DIR *dir;
+
+	/* What the descriptors are compared with: only if a daemon has any. */
+	nr_containers = 0;
+	nr_pod_logs = 0;
+	if (nr_daemons) {
+		bcg_scan_containers(collect_container, NULL);
+		scan_pod_logs();
+	}
+	for (int i = 0; i < nr_clients; i++)
+		clients[i].seen = false;
+	for (int d = 0; d < nr_daemons; d++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)daemons[d].pid);
+		dir = opendir(path);
+		if (!dir)
+			continue;
+		while ((de = readdir(dir))) {
+			struct client *cl;
+
+			if (de->d_name[0] < '0' || de->d_name[0] > '9')
+				continue;
+			len = readlinkat(dirfd(dir), de->d_name, target, sizeof(target) - 1);
+			if (len <= 0)
+				continue;
+			target[len] = '\0';
+			cl = fd_client(daemons[d].pid, target, dir, de->d_name);
+			if (cl)
+				cl->seen = true;
+			else if (!fd_runtime(target))
+				continue;
+			if (bcg_grow((void **)&new, &cap_new, nr_new + 1, sizeof(*new)))
+				break;
+			new[nr_new].tgid = daemons[d].pid;
+			new[nr_new].fd = (__u32)strtoul(de->d_name, NULL, 10);
+			bpf_map_update_elem(map, &new[nr_new], cl ? &cl->id : &no_client,
+					    BPF_ANY);
+			nr_new++;
+		}
+		closedir(dir);
+	}
+	/* Descriptors closed since the last scan. */
+	for (int i = 0; i < nr_fds; i++) {
+		bool still = false;
+
+		for (int j = 0; j < nr_new && !still; j++)
+			still = fds[i].tgid == new[j].tgid && fds[i].fd == new[j].fd;
+		if (!still)
+			bpf_map_delete_elem(map, &fds[i]);
+	}
+	if (!bcg_grow((void **)&fds, &cap_fds, nr_new, sizeof(*fds))) {
+		memcpy(fds, new, nr_new * sizeof(*fds));
+		nr_fds = nr_new;
+	}
+	/* A client whose daemon reads nothing for it any more: last charge. */
+	charge_clients();
+	for (int i = 0; i < nr_clients; i++) {
+		if (clients[i].seen)
+			clients[n++] = clients[i];
+		else
+			forget_client(&clients[i]);
+	}
+	nr_clients = n;
+}
+
+int add_daemon(const char *val)
+{
+	struct daemon_name *dn;
+	const char *base;
+	pid_t pid;
+
+	if (!bcg_parse_pid(val, &pid)) {
+		if (nr_daemon_pids == MAX_DAEMON_NAMES)
+			return -EINVAL;
+		daemon_pids[nr_daemon_pids++] = pid;
+		return 0;
+	}
+	if (nr_daemon_names == MAX_DAEMON_NAMES)
+		return -EINVAL;
+	dn = &daemon_names[nr_daemon_names];
+	if (val[0] == '/') {
+		/* A path: the process name is its file name's first 15 bytes. */
+		base = strrchr(val, '/') + 1;
+		if (!*base || strlen(val) >= sizeof(dn->path))
+			return -EINVAL;
+		snprintf(dn->path, sizeof(dn->path), "%s", val);
+		snprintf(dn->comm, sizeof(dn->comm), "%s", base);
+	} else {
+		if (!*val || strlen(val) >= sizeof(dn->comm) || strchr(val, '/'))
+			return -EINVAL;
+		snprintf(dn->comm, sizeof(dn->comm), "%s", val);
+		dn->path[0] = '\0';
+	}
+	nr_daemon_names++;
+	return 0;
+}
+
+/* Whether any daemon is named, by pid or by name. */
+bool daemons_named(void)
+{
+	return nr_daemon_pids || nr_daemon_names;
+}

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * borrowd's totals: per worker and per daemon's client on SIGUSR1 and at
+ * exit, and with --stats as JSON, for the tests and the measurements.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "borrow_quota.h"
+#include "borrowd.h"
+
+/* Charges of rules and clients that are gone: for the totals. */
+unsigned long long gone_charged_us, gone_failed_us;
+
+/* ", N us failed" when any did. */
+const char *failed_note(unsigned long long failed_us)
+{
+	static char buf[48];
+
+	buf[0] = '\0';
+	if (failed_us)
+		snprintf(buf, sizeof(buf), ", %llu us failed", failed_us);
+	return buf;
+}
+
+static const char *pace_note(const struct rule *r)
+{
+	static char buf[64];
+
+	snprintf(buf, sizeof(buf), ", paused %lu of %lu rounds", r->paused, r->rounds);
+	return buf;
+}
+
+void print_totals(void)
+{
+	for (int i = 0; i < nr_rules; i++)
+		msg("worker %d (%s) -> %s: charged %llu us%s%s", (int)rules[i].worker,
+		    rules[i].comm, rules[i].client.path, rules[i].charged_us,
+		    failed_note(rules[i].failed_us),
+		    opt.pace ? pace_note(&rules[i]) : "");
+	for (int i = 0; i < nr_clients; i++)
+		msg("daemon %d, container %.12s -> %s: charged %llu us%s",
+		    (int)clients[i].daemon, clients[i].container, clients[i].g.path,
+		    clients[i].charged_us, failed_note(clients[i].failed_us));
+	if (opt.mode == MODE_QUOTA)
+		bq_print(stderr);
+}
+
+/* --stats: the totals as JSON, replaced whole (written aside, renamed). */
+void write_stats(void)
+{
+	unsigned long long charged = gone_charged_us, failed = gone_failed_us;
+	char tmp[PATH_MAX + 8];
+	struct rusage ru;
+	FILE *f;
+
+	if (!*opt.stats)
+		return;
+	for (int i = 0; i < nr_rules; i++) {
+		charged += rules[i].charged_us;
+		failed += rules[i].failed_us;
+	}
+	for (int i = 0; i < nr_clients; i++) {
+		charged += clients[i].charged_us;
+		failed += clients[i].failed_us;
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	snprintf(tmp, sizeof(tmp), "%s.new", opt.stats);
+	f = fopen(tmp, "we");
+	if (!f) {
+		msg("%s: %s", tmp, strerror(errno));
+		return;
+	}
+	fprintf(f, "{\"mode\": \"%s\", \"charged_us\": %llu, \"failed_us\": %llu, \"cpu_us\": %lld",
+		mode_names[opt.mode], charged, failed,
+		(long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+		ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+	if (opt.mode == MODE_QUOTA) {
+		fprintf(f, ", ");
+		bq_json(f);
+	}
+	fprintf(f, "}\n");
+	if (fclose(f) || rename(tmp, opt.stats))
+		msg("%s: %s", opt.stats, strerror(errno));
+}

@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * borrowd's process rule: a worker process's CPU time goes to its client.
+ * The rules name the workers (from the command line, the config file or
+ * the engines' metadata); the BPF program's sums and the runs in progress
+ * say what each worker ran, and charge() pays it to the client as the mode
+ * says (for the shared daemons' clients too).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "borrow_cg.h"
+#include "borrow_quota.h"
+#include "borrowd.bpf.h"
+#include "borrowd.h"
+#include "borrowd.skel.h"
+
+struct rule *rules;
+int nr_rules;
+static int cap_rules;
+
+struct rule *find_rule(pid_t worker)
+{
+	for (int i = 0; i < nr_rules; i++)
+		if (rules[i].worker == worker)
+			return &rules[i];
+	return NULL;
+}
+
+void read_comm(pid_t pid, char *comm, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	bcg_read_file(path, comm, len);
+	comm[strcspn(comm, "\n")] = '\0';
+}
+
+/*
+ * The group that WORKER (held by PIDFD) runs in now, into G: 0, or -ESRCH
+ * if it no longer runs. Running after the read: the pid was the worker's
+ * when read.
+ */
+static int worker_group(pid_t worker, int pidfd, struct bcg *g)
+{
+	if (bcg_from_pid(g, worker) || !bcg_pidfd_alive(pidfd))
+		return -ESRCH;
+	return 0;
+}
+
+/* The group R's worker runs in now, if it still runs. */
+static void note_worker_group(struct rule *r)
+{
+	struct bcg g;
+
+	if (!worker_group(r->worker, r->pidfd, &g))
+		r->worker_g = g;
+}
+
+int add_rule(pid_t worker, unsigned long long start,
+	     const struct bcg *client, int source, const char *container)
+{
+	struct worker zero = { 0 };
+	struct bcg_proc p;
+	struct bcg wg;
+	struct rule *r;
+	int ret, pidfd;
+
+	if (find_rule(worker)) {
+		msg("worker %d already has a client: ignoring %s", (int)worker,
+		    client->path);
+		return 0;
+	}
+	if (bcg_grow((void **)&rules, &cap_rules, nr_rules + 1, sizeof(*rules)))
+		return -ENOMEM;
+	/* The process that runs now, if no start time is known. */
+	if (!start && !bcg_proc_stat(worker, &p))
+		start = p.start;
+	pidfd = bcg_pidfd(worker, start);
+	if (pidfd < 0)
+		return pidfd;
+	/*
+	 * The group the worker runs in, before anything counts its time: a
+	 * worker that exits is charged by it (charge()), and one whose group
+	 * was never read would not be charged at all.
+	 */
+	if (worker_group(worker, pidfd, &wg)) {
+		close(pidfd);
+		return -ESRCH;
+	}
+	ret = bpf_map_update_elem(bpf_map__fd(skel->maps.workers), &worker,
+				  &zero, BPF_NOEXIST);
+	if (ret) {
+		ret = -errno;
+		close(pidfd);
+		return ret;
+	}
+	/* Exited meanwhile: the entry may count another process already. */
+	if (!bcg_pidfd_alive(pidfd)) {
+		bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &worker);
+		close(pidfd);
+		return -ESRCH;
+	}
+	r = &rules[nr_rules++];
+	memset(r, 0, sizeof(*r));
+	r->worker = worker;
+	r->pidfd = pidfd;
+	r->start = start;
+	r->client = *client;
+	r->source = source;
+	r->seen = true;
+	r->worker_g = wg;
+	snprintf(r->container, sizeof(r->container), "%s", container ?: "");
+	read_comm(worker, r->comm, sizeof(r->comm));
+	msg("worker %d (%s) works for %s%s%s", (int)worker, r->comm,
+	    client->path, container ? ", container " : "", container ?: "");
+	return 0;
+}
+
+static void remove_rule(struct rule *r)
+{
+	unpace(r);
+	close(r->pidfd);
+	bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &r->worker);
+	msg("worker %d (%s) for %s: gone, charged %llu us in all%s", (int)r->worker,
+	    r->comm, r->client.path, r->charged_us, failed_note(r->failed_us));
+	gone_charged_us += r->charged_us;
+	gone_failed_us += r->failed_us;
+	*r = rules[--nr_rules];
+}
+
+/* The tgid of a thread, or 0. */
+static pid_t tgid_of(__u32 tid)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", tid);
+	if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strstr(buf, "\nTgid:");
+	return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
+}
+
+/*
+ * Per CPU, the process running there and for how long: a worker that runs
+ * alone on a CPU is switched out rarely, and its time would otherwise be
+ * charged only then. Read after the sums, so that a switch in between can
+ * only leave a run out for one round, never count it twice.
+ */
+struct in_progress {
+	pid_t tgid;
+	__u64 ns;
+};
+
+/* Per possible CPU (as many as the kernel has: no fixed bound). */
+static struct cpu_run *cpu_runs;
+static struct in_progress *in_progress;
+
+/* Room for the runs in progress, once nr_cpus is known: 0 or -ENOMEM. */
+int alloc_in_progress(void)
+{
+	cpu_runs = calloc(nr_cpus, sizeof(*cpu_runs));
+	in_progress = calloc(nr_cpus, sizeof(*in_progress));
+	return cpu_runs && in_progress ? 0 : -ENOMEM;
+}
+
+static void read_in_progress(struct in_progress *ip)
+{
+	struct cpu_run *runs = cpu_runs;
+	struct timespec ts;
+	__u32 zero = 0;
+	__u64 now;
+
+	memset(ip, 0, nr_cpus * sizeof(*ip));
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.runs), &zero, runs))
+		return;
+	for (int c = 0; c < nr_cpus; c++) {
+		if (!runs[c].start || !runs[c].tid || runs[c].start > now)
+			continue;
+		ip[c].tgid = tgid_of(runs[c].tid);
+		ip[c].ns = now - runs[c].start;
+	}
+}
+
+static void report_error(struct rule *r, int err)
+{
+	if (err == r->last_err)
+		return;
+	r->last_err = err;
+	if (err)
+		msg("worker %d (%s): cannot charge %s: %s", (int)r->worker, r->comm,
+		    r->client.path, bcg_strerror(err));
+}
+
+/*
+ * Charges USEC that a worker spent for G, as the mode says: 0 or -error.
+ * WORKER is its pid (0: its pid is another process's now), WG the group it
+ * ran in (NULL: not known), which names it once its pid names nothing.
+ */
+int charge(const struct bcg *g, unsigned long long usec, pid_t worker,
+	   const struct bcg *wg)
+{
+	struct bcg now;
+	int ret = -ESRCH;
+
+	if (!opt.pid_form) {
+		worker = 0;
+		wg = NULL;
+	} else if (worker <= 0 && !wg) {
+		/*
+		 * Neither the worker nor its group: "USEC" alone would cut at
+		 * the agent's own group, and the client's limited ancestors
+		 * that it shares with the worker would pay too.
+		 */
+		return -ESRCH;
+	}
+	if (opt.mode == MODE_QUOTA) {
+		if (worker > 0 && !bcg_from_pid(&now, worker))
+			wg = &now;
+		return bq_charge(g, usec, wg);
+	}
+	if (worker > 0 || !wg) {
+		ret = bcg_charge(g, usec, worker);
+		if (ret == -BCG_EPIDFORM) {
+			msg("the kernel takes no \"USEC PID\": charging \"USEC\"");
+			opt.pid_form = false;
+			return bcg_charge(g, usec, 0);
+		}
+	}
+	/* Reaped, or its pid another's: the group it ran in names it. */
+	if (ret == -ESRCH && wg && opt.cgroup_form) {
+		ret = bcg_charge_for_group(g, usec, wg);
+		if (ret == -BCG_ECGROUPFORM) {
+			msg("the kernel takes no \"USEC cgroup=ID\": the last "
+			    "charges of workers that exit are lost");
+			opt.cgroup_form = false;
+			ret = -ESRCH;
+		}
+	}
+	return ret;
+}
+
+/* Charge what R's worker ran since its last charge. */
+static int charge_rule(struct rule *r, __u64 total_ns)
+{
+	unsigned long long usec;
+	int ret;
+
+	if (total_ns <= r->counted_ns)
+		return 0;
+	usec = (total_ns - r->counted_ns) / 1000;
+	if (!usec)
+		return 0;
+	ret = charge(&r->client, usec, r->gone ? 0 : r->worker,
+		     &r->worker_g);
+	report_error(r, ret);
+	/*
+	 * Sub-microsecond remainders stay for the next charge. A failed one
+	 * is counted and not retried: a retry would carry the time up as one
+	 * charge that grows for as long as charges fail (a group removed and
+	 * made again at its path would pay for the time it did not exist).
+	 */
+	r->counted_ns += usec * 1000;
+	if (ret) {
+		r->failed_us += usec;
+		return ret;
+	}
+	r->charged_us += usec;
+	if (opt.verbose)
+		msg("charged %llu us to %s for worker %d", usec, r->client.path,
+		    (int)r->worker);
+	return 0;
+}
+
+/* Charge every worker; with REAP, also drop the workers that exited. */
+void charge_all(bool reap)
+{
+	int fd = bpf_map__fd(skel->maps.workers);
+	struct in_progress *ip = in_progress;
+	static struct pollfd *pfds;
+	static int cap_pfds;
+	struct worker w;
+
+	/* The sums first, then what runs now: see read_in_progress(). */
+	for (int i = 0; i < nr_rules; i++) {
+		if (bpf_map_lookup_elem(fd, &rules[i].worker, &w))
+			w = (struct worker){ 0 };
+		rules[i].sum_ns = w.ns;
+		rules[i].gone = w.gone;
+	}
+	read_in_progress(ip);
+	for (int i = 0; i < nr_rules; i++) {
+		struct rule *r = &rules[i];
+		__u64 total = r->sum_ns;
+
+		/* Not a run of another process that has the pid now. */
+		for (int c = 0; c < nr_cpus && !r->gone; c++)
+			if (ip[c].tgid == r->worker)
+				total += ip[c].ns;
+		charge_rule(r, total);
+		pace(r);
+	}
+	/*
+	 * Workers that exited (their pidfds poll readable, one call for all):
+	 * their last run is in the sums by now.
+	 */
+	if (!reap || !nr_rules ||
+	    bcg_grow((void **)&pfds, &cap_pfds, nr_rules, sizeof(*pfds)))
+		return;
+	for (int i = 0; i < nr_rules; i++)
+		pfds[i] = (struct pollfd){ .fd = rules[i].pidfd, .events = POLLIN };
+	if (poll(pfds, nr_rules, 0) < 0)
+		return;
+	/* Backwards: removing moves the last rule into the slot. */
+	for (int i = nr_rules - 1; i >= 0; i--) {
+		if (!pfds[i].revents && !rules[i].gone) {
+			note_worker_group(&rules[i]);
+			continue;
+		}
+		if (!bpf_map_lookup_elem(fd, &rules[i].worker, &w))
+			charge_rule(&rules[i], w.ns);
+		remove_rule(&rules[i]);
+	}
+}
+
+/* The group of C's init, if its pid is still that process's: 0 or -error. */
+int client_of(struct bcg *g, const struct bcg_container *c)
+{
+	struct bcg_proc p;
+	int ret;
+
+	ret = bcg_from_pid(g, c->init_pid);
+	if (!ret && (bcg_proc_stat(c->init_pid, &p) || p.start != c->init_start))
+		ret = -ESRCH;
+	return ret;
+}
+
+/*
+ * Our own nerdctl series makes its logger charge for itself: a worker whose
+ * executable names the file is left alone where the kernel has the file,
+ * or it would be charged twice.
+ */
+static bool charges_itself(pid_t pid)
+{
+	static struct { dev_t dev; ino_t ino; bool yes; } cache[16];
+	static int nr_cache;
+	char path[64];
+	struct stat st;
+	bool yes = false;
+	void *map;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) || !st.st_size) {
+		close(fd);
+		return false;
+	}
+	for (int i = 0; i < nr_cache; i++) {
+		if (cache[i].dev == st.st_dev && cache[i].ino == st.st_ino) {
+			close(fd);
+			return cache[i].yes;
+		}
+	}
+	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map != MAP_FAILED) {
+		yes = memmem(map, st.st_size, BORROWING_FILE,
+			     strlen(BORROWING_FILE)) != NULL;
+		munmap(map, st.st_size);
+	}
+	cache[nr_cache % 16].dev = st.st_dev;
+	cache[nr_cache % 16].ino = st.st_ino;
+	cache[nr_cache % 16].yes = yes;
+	nr_cache++;
+	return yes;
+}
+
+static int scan_container(const struct bcg_container *c, void *arg)
+{
+	static pid_t told[64];
+	static int nr_told;
+	struct rule *r;
+	struct bcg g;
+
+	if (c->worker_pid <= 0)
+		return 0;
+	if (!strcmp(c->engine, "podman") ? !opt.engine_podman : !opt.engine_containerd)
+		return 0;
+	r = find_rule(c->worker_pid);
+	if (r) {
+		r->seen = true;
+		return 0;
+	}
+	/* Where the kernel lacks the file, it cannot: then borrowd charges. */
+	if (kernel_file > 0 && charges_itself(c->worker_pid)) {
+		bool known = false;
+
+		for (int i = 0; i < nr_told && i < 64; i++)
+			known |= told[i] == c->worker_pid;
+		if (!known) {
+			msg("worker %d of container %.12s charges for itself: left alone",
+			    (int)c->worker_pid, c->id);
+			told[nr_told++ % 64] = c->worker_pid;
+		}
+		return 0;
+	}
+	if (client_of(&g, c))
+		return 0;	/* the container is going away */
+	add_rule(c->worker_pid, c->worker_start, &g, SRC_ENGINE, c->id);
+	return 0;
+}
+
+void scan_engines(void)
+{
+	if (!opt.engine_podman && !opt.engine_containerd)
+		return;
+	for (int i = 0; i < nr_rules; i++)
+		if (rules[i].source == SRC_ENGINE)
+			rules[i].seen = false;
+	bcg_scan_containers(scan_container, NULL);
+	/* A container that is gone leaves its worker's last charges. */
+	for (int i = 0; i < nr_rules; i++) {
+		if (rules[i].source != SRC_ENGINE || rules[i].seen)
+			continue;
+		remove_rule(&rules[i]);
+		i--;
+	}
+}
