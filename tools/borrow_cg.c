@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cpu.cfs.borrowing_us for the tools. libcgroup finds the cpu hierarchy,
- * a process's group and reads the group's files; the charge itself is one
+ * cpu.cfs.borrowing_us for the tools. libcgroup finds the cpu hierarchy
+ * and a process's group. A group's files are read by plain read(2)s of its
+ * directory: the agent reads them often, and restores quotas before
+ * libcgroup is set up (borrowd --resume, its watchdog). The charge is one
  * write(2) of our own, because libcgroup reports a refused open as "value
  * does not exist" and loses the errno that tells EPERM from EINVAL.
  */
@@ -24,6 +26,9 @@
 #include <unistd.h>
 
 #include "borrow_cg.h"
+
+/* Room for cpu.stat: a dozen lines, the borrowing ones last. */
+#define CPU_STAT_SIZE	4096
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC	0x63677270
@@ -132,27 +137,43 @@ size_t bcg_common_len(const char *a, const char *b)
 	return last;
 }
 
+/* The rest of the first line of BUF that starts with PREFIX, or NULL. */
+static char *line_after(char *buf, const char *prefix)
+{
+	size_t len = strlen(prefix);
+
+	for (char *p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, prefix, len))
+			return p + len;
+	return NULL;
+}
+
+/* /proc/PID/cgroup, whole: its length, or -errno (-ESRCH: no process). */
+static ssize_t read_proc_cgroup(pid_t pid, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	n = bcg_read_file(path, buf, size);
+	return n == -ENOENT ? -ESRCH : n;
+}
+
 /* v2: the "0::PATH" line of /proc/PID/cgroup. */
 static int v2_path_of(pid_t pid, char *path, size_t len)
 {
-	char file[64], line[PATH_MAX + 8];
-	int ret = -ENOENT;
-	FILE *f;
+	char buf[PATH_MAX + 4096], *p;
+	ssize_t n;
 
-	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
-	f = fopen(file, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "0::", 3))
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		/* A process that exited in between reads " (deleted)" here. */
-		ret = snprintf(path, len, "%s", line + 3) < (int)len ? 0 : -ENAMETOOLONG;
-		break;
-	}
-	fclose(f);
-	return ret;
+	n = read_proc_cgroup(pid, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	p = line_after(buf, "0::");
+	if (!p)
+		return -ENOENT;
+	p[strcspn(p, "\n")] = '\0';
+	/* A process that exited in between reads " (deleted)" here. */
+	return snprintf(path, len, "%s", p) < (int)len ? 0 : -ENAMETOOLONG;
 }
 
 int bcg_from_pid(struct bcg *g, pid_t pid)
@@ -266,15 +287,6 @@ int bcg_pidfd_signal(int pidfd, int sig)
 	return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) ? -errno : 0;
 }
 
-static pid_t read_pid_file(const char *path)
-{
-	char buf[32];
-
-	if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	return (pid_t)strtol(buf, NULL, 10);
-}
-
 /* The N-th component of PATH from its end (1: the last). */
 static void path_component(const char *path, int n, char *out, size_t len)
 {
@@ -321,7 +333,7 @@ static pid_t pid_file_process(const char *path, struct bcg_proc *p)
 	struct stat st;
 	pid_t pid;
 
-	pid = read_pid_file(path);
+	pid = (pid_t)bcg_read_number(path, 0);
 	if (pid <= 0 || stat(path, &st) || bcg_proc_stat(pid, p) ||
 	    !started_by(p->start, &st.st_mtim))
 		return 0;
@@ -396,8 +408,7 @@ static pid_t find_logger(struct proc_index *ix, const char *ns,
 
 	if (shim <= 1)
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)shim);
-	if (bcg_read_file(path, shim_cg, sizeof(shim_cg)) <= 0)
+	if (read_proc_cgroup(shim, shim_cg, sizeof(shim_cg)) <= 0)
 		return 0;
 	snprintf(want_id, sizeof(want_id), "CONTAINER_ID=%s", id);
 	snprintf(want_ns, sizeof(want_ns), "CONTAINER_NAMESPACE=%s", ns);
@@ -409,8 +420,7 @@ static pid_t find_logger(struct proc_index *ix, const char *ns,
 		if (ix->proc[i].ppid != shim || pid == init ||
 		    bcg_proc_stat(pid, &p) || p.ppid != shim)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-		if (bcg_read_file(path, cg, sizeof(cg)) <= 0 || strcmp(cg, shim_cg))
+		if (read_proc_cgroup(pid, cg, sizeof(cg)) <= 0 || strcmp(cg, shim_cg))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
 		n = bcg_read_file(path, buf, sizeof(buf));
@@ -545,24 +555,16 @@ int bcg_from_container(struct bcg *g, const char *id, struct bcg_container *c)
 	return bcg_from_pid(g, m.found.init_pid);
 }
 
-static bool file_exists(const struct bcg *g, const char *name)
-{
-	char path[PATH_MAX + 64];
-
-	snprintf(path, sizeof(path), "%s/%s", g->dir, name);
-	return access(path, F_OK) == 0;
-}
-
 int bcg_check(const struct bcg *g)
 {
 	if (!strcmp(g->path, "/"))
 		return -BCG_EROOT;
-	if (file_exists(g, BORROWING_FILE))
+	if (bcg_dir_has(g->dir, BORROWING_FILE))
 		return 0;
 	/* A group removed since it was named is no missing feature. */
 	if (access(g->dir, F_OK))
 		return -ENOENT;
-	if (cpu_v2 && !file_exists(g, "cpu.max"))
+	if (cpu_v2 && !bcg_dir_has(g->dir, "cpu.max"))
 		return -BCG_ENOCPU;
 	return -BCG_ENOFEATURE;
 }
@@ -686,58 +688,6 @@ static const struct {
 #undef K
 };
 
-int bcg_read(const struct bcg *g, struct bcg_stat *st)
-{
-	struct cgroup_stat cs;
-	void *handle = NULL;
-	char buf[256];
-	int ret;
-
-	memset(st, 0xff, sizeof(*st));	/* every field -1 */
-	ret = bcg_check(g);
-	if (ret)
-		return ret;
-	ret = read_value("cpu", g, BORROWING_FILE, buf, sizeof(buf));
-	if (ret)
-		return ret == -ENOENT ? bcg_check(g) ?: ret : ret;
-	st->owed_us = number(buf);
-
-	if (cpu_v2) {
-		if (!read_value("cpu", g, "cpu.max", buf, sizeof(buf))) {
-			char *sp = strchr(buf, ' ');
-
-			st->quota_us = strncmp(buf, "max", 3) ? number(buf) : -1;
-			st->period_us = sp ? number(sp + 1) : -1;
-		}
-	} else {
-		if (!read_value("cpu", g, "cpu.cfs_quota_us", buf, sizeof(buf)))
-			st->quota_us = number(buf);
-		if (!read_value("cpu", g, "cpu.cfs_period_us", buf, sizeof(buf)))
-			st->period_us = number(buf);
-		if (!read_value("cpuacct", g, "cpuacct.usage", buf, sizeof(buf)) &&
-		    number(buf) >= 0)
-			st->usage_us = number(buf) / 1000;
-	}
-
-	ret = cgroup_read_stats_begin("cpu", g->path, &handle, &cs);
-	while (!ret) {
-		for (size_t i = 0; i < ARRAY_SIZE(stat_keys); i++) {
-			const char *key = cpu_v2 ? stat_keys[i].v2 : stat_keys[i].v1;
-			long long v;
-
-			if (!key || strcmp(key, cs.name))
-				continue;
-			v = number(cs.value);
-			if (v >= 0 && !cpu_v2 && stat_keys[i].ns)
-				v /= 1000;
-			*(long long *)((char *)st + stat_keys[i].off) = v;
-		}
-		ret = cgroup_read_stats_next(&handle, &cs);
-	}
-	cgroup_read_stats_end(&handle);
-	return 0;
-}
-
 /* A small file's first line, by plain reads: the agent reads it often. */
 static int read_small(const struct bcg *g, const char *name, char *buf, size_t len)
 {
@@ -749,8 +699,148 @@ static int read_small(const struct bcg *g, const char *name, char *buf, size_t l
 	return n < 0 ? (int)n : 0;
 }
 
+bool bcg_dir_has(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return !access(path, F_OK);
+}
+
+bool bcg_next_child(DIR *d, const char *dir, char *path, size_t size)
+{
+	struct dirent *de;
+
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, size, "%s/%s", dir, de->d_name);
+		return true;
+	}
+	return false;
+}
+
+long long bcg_read_number(const char *path, long long dflt)
+{
+	char buf[64];
+
+	if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
+		return dflt;
+	return strtoll(buf, NULL, 10);
+}
+
+bool bcg_dir_is_v2(const char *dir)
+{
+	return bcg_dir_has(dir, "cpu.max");
+}
+
+int bcg_read_quota(const char *dir, long long *quota_us, long long *period_us)
+{
+	char path[PATH_MAX + 512], buf[64];
+
+	if (bcg_dir_is_v2(dir)) {
+		snprintf(path, sizeof(path), "%s/cpu.max", dir);
+		if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
+			return access(dir, F_OK) ? -ENOENT : -BCG_ENOCPU;
+		*quota_us = strncmp(buf, "max", 3) ? strtoll(buf, NULL, 10) : -1;
+		*period_us = strtoll(buf + strcspn(buf, " "), NULL, 10);
+	} else {
+		snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
+		if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
+			return access(dir, F_OK) ? -ENOENT : -BCG_ENOCPU;
+		*quota_us = strtoll(buf, NULL, 10);
+		snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
+		*period_us = bcg_read_number(path, -1);
+	}
+	if (*quota_us < 0)
+		*quota_us = -1;
+	return *period_us > 0 ? 0 : -EIO;
+}
+
+/* cpu.stat, whole ("KEY VALUE" lines): its length, or -errno. */
+static ssize_t read_cpu_stat(const char *dir, char *buf, size_t size)
+{
+	char path[PATH_MAX + 512];
+
+	snprintf(path, sizeof(path), "%s/cpu.stat", dir);
+	return bcg_read_file(path, buf, size);
+}
+
+/* KEY's value in cpu.stat's text BUF, or -1. */
+static long long stat_value(char *buf, const char *key)
+{
+	char prefix[64];
+	const char *p;
+
+	snprintf(prefix, sizeof(prefix), "%s ", key);
+	p = line_after(buf, prefix);
+	return p ? number(p) : -1;
+}
+
+long long bcg_stat_key(const char *dir, const char *key)
+{
+	char buf[CPU_STAT_SIZE];
+
+	if (read_cpu_stat(dir, buf, sizeof(buf)) <= 0)
+		return -1;
+	return stat_value(buf, key);
+}
+
+long long bcg_read_usage(const char *dir)
+{
+	char path[PATH_MAX + 512];
+	long long ns;
+
+	if (cpu_v2)
+		return bcg_stat_key(dir, "usage_usec");
+	/* cpuacct mounted with cpu ("cpu,cpuacct"), as distributions do. */
+	snprintf(path, sizeof(path), "%s/cpuacct.usage", dir);
+	ns = bcg_read_number(path, -1);
+	return ns < 0 ? -1 : ns / 1000;
+}
+
+int bcg_read(const struct bcg *g, struct bcg_stat *st)
+{
+	char buf[CPU_STAT_SIZE];
+	int ret;
+
+	memset(st, 0xff, sizeof(*st));	/* every field -1 */
+	ret = bcg_check(g);
+	if (ret)
+		return ret;
+	ret = read_small(g, BORROWING_FILE, buf, sizeof(buf));
+	if (ret)
+		return ret == -ENOENT ? bcg_check(g) ?: ret : ret;
+	st->owed_us = number(buf);
+	/* What it cannot read stays -1. */
+	bcg_read_quota(g->dir, &st->quota_us, &st->period_us);
+	/*
+	 * v1's cpuacct by libcgroup, which finds it also where it is a
+	 * hierarchy of its own, not mounted with cpu (bcg_read_usage()
+	 * reads the cpu group's directory).
+	 */
+	if (!cpu_v2 && !read_value("cpuacct", g, "cpuacct.usage", buf, sizeof(buf)) &&
+	    number(buf) >= 0)
+		st->usage_us = number(buf) / 1000;
+	if (read_cpu_stat(g->dir, buf, sizeof(buf)) <= 0)
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(stat_keys); i++) {
+		const char *key = cpu_v2 ? stat_keys[i].v2 : stat_keys[i].v1;
+		long long v;
+
+		if (!key)
+			continue;
+		v = stat_value(buf, key);
+		if (v >= 0 && !cpu_v2 && stat_keys[i].ns)
+			v /= 1000;
+		*(long long *)((char *)st + stat_keys[i].off) = v;
+	}
+	return 0;
+}
+
 int bcg_owed(const struct bcg *g, long long *owed_us, long long *quota_us)
 {
+	long long period_us;
 	char buf[64];
 	int ret;
 
@@ -758,11 +848,7 @@ int bcg_owed(const struct bcg *g, long long *owed_us, long long *quota_us)
 	if (ret)
 		return ret;
 	*owed_us = number(buf);
-	ret = read_small(g, cpu_v2 ? "cpu.max" : "cpu.cfs_quota_us", buf, sizeof(buf));
-	if (ret)
-		return ret;
-	*quota_us = strncmp(buf, "max", 3) ? number(buf) : -1;
-	return 0;
+	return bcg_read_quota(g->dir, quota_us, &period_us);
 }
 
 int bcg_parse_usec(const char *s, unsigned long long *usec)

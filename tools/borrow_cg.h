@@ -7,6 +7,7 @@
 #ifndef BORROW_CG_H
 #define BORROW_CG_H
 
+#include <dirent.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -79,6 +80,8 @@ struct bcg_proc {
  * with a NUL: the number of bytes, or -errno.
  */
 ssize_t bcg_read_file(const char *path, char *buf, size_t size);
+/* The number a small file holds (a pid file, a one-value knob), or DFLT. */
+long long bcg_read_number(const char *path, long long dflt);
 
 /* Sets up libcgroup and finds the cpu hierarchy: 0 or -error. */
 int bcg_init(void);
@@ -136,6 +139,36 @@ int bcg_id(const struct bcg *g, unsigned long long *id);
 int bcg_read(const struct bcg *g, struct bcg_stat *st);
 /* Just what it owes and its quota per period (-1: none), in us. */
 int bcg_owed(const struct bcg *g, long long *owed_us, long long *quota_us);
+
+/*
+ * A group's files, read by its directory DIR (a struct bcg's dir, or one
+ * that bcg_next_child() gave): the agent's readers, and cgborrow's too.
+ */
+/* DIR has a file NAME. */
+bool bcg_dir_has(const char *dir, const char *name);
+/*
+ * The next child group of DIR, open as D: its directory into PATH (SIZE
+ * bytes), and true; false once there is none.
+ */
+bool bcg_next_child(DIR *d, const char *dir, char *path, size_t size);
+/*
+ * The group is on cgroup v2: it has cpu.max. Asked of the group, not of
+ * bcg_is_v2(), so that a restore works before bcg_init() (borrowd
+ * --resume, the watchdog).
+ */
+bool bcg_dir_is_v2(const char *dir);
+/*
+ * The group's quota and period, in us (quota -1: none): cpu.max on v2,
+ * cpu.cfs_quota_us and cpu.cfs_period_us on v1 (as bcg_dir_is_v2() says;
+ * no bcg_init() needed). 0, or -ENOENT (no such group), -BCG_ENOCPU (no
+ * quota file) or -EIO (no period); what it could not read is left as it
+ * was.
+ */
+int bcg_read_quota(const char *dir, long long *quota_us, long long *period_us);
+/* The value of KEY in the group's cpu.stat, or -1. */
+long long bcg_stat_key(const char *dir, const char *key);
+/* The group's CPU time, us: cpu.stat's on v2, cpuacct's on v1; or -1. */
+long long bcg_read_usage(const char *dir);
 
 /*
  * Room for NEED elements of SIZE in the array *ARR of *CAP: 0, or -ENOMEM

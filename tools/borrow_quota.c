@@ -171,22 +171,14 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static long long read_ll(const char *path, long long dflt)
-{
-	char buf[64];
-
-	if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
-		return dflt;
-	return strtoll(buf, NULL, 10);
-}
-
 int bq_init(const char *file, long tick_ms)
 {
 	struct timespec res;
 
 	snprintf(state_file, sizeof(state_file), "%s", file);
 	tick_us = tick_ms * 1000;
-	slice_us = read_ll("/proc/sys/kernel/sched_cfs_bandwidth_slice_us", 5000);
+	slice_us = bcg_read_number("/proc/sys/kernel/sched_cfs_bandwidth_slice_us",
+				   5000);
 	/* The coarse clocks advance by a tick: their resolution is one. */
 	if (!clock_getres(CLOCK_MONOTONIC_COARSE, &res) && !res.tv_sec &&
 	    res.tv_nsec >= 1000)
@@ -212,47 +204,11 @@ static int write_str(const char *dir, const char *file, const char *val)
 	return ret;
 }
 
-/*
- * A v2 group: it has cpu.max. Asked of the group, not of bcg_is_v2(), so
- * that a restore works before bcg_init() (borrowd --resume, the watchdog).
- */
-static bool dir_v2(const char *dir)
-{
-	char path[PATH_MAX + 512];
-
-	snprintf(path, sizeof(path), "%s/cpu.max", dir);
-	return !access(path, F_OK);
-}
-
-/* The group's quota and period (quota -1: none): 0 or -errno. */
-static int read_quota(const char *dir, long long *quota, long long *period)
-{
-	char path[PATH_MAX + 512], buf[64];
-
-	if (dir_v2(dir)) {
-		snprintf(path, sizeof(path), "%s/cpu.max", dir);
-		if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
-			return access(dir, F_OK) ? -ENOENT : -BCG_ENOCPU;
-		*quota = strncmp(buf, "max", 3) ? strtoll(buf, NULL, 10) : -1;
-		*period = strtoll(buf + strcspn(buf, " "), NULL, 10);
-	} else {
-		snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
-		if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
-			return access(dir, F_OK) ? -ENOENT : -BCG_ENOCPU;
-		*quota = strtoll(buf, NULL, 10);
-		snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
-		*period = read_ll(path, -1);
-	}
-	if (*quota < 0)
-		*quota = -1;
-	return *period > 0 ? 0 : -EIO;
-}
-
 static int write_quota(const char *dir, long long quota, long long period)
 {
 	char buf[64];
 
-	if (dir_v2(dir)) {
+	if (bcg_dir_is_v2(dir)) {
 		snprintf(buf, sizeof(buf), "%lld %lld", quota, period);
 		return write_str(dir, "cpu.max", buf);
 	}
@@ -260,46 +216,17 @@ static int write_quota(const char *dir, long long quota, long long period)
 	return write_str(dir, "cpu.cfs_quota_us", buf);
 }
 
-/* A "KEY VALUE" line of a file: the value, or -1. */
-static long long read_key(const char *dir, const char *file, const char *key)
-{
-	char path[PATH_MAX + 512], buf[1024], *p;
-	size_t len = strlen(key);
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
-		return -1;
-	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, key, len) && p[len] == ' ')
-			return strtoll(p + len + 1, NULL, 10);
-	return -1;
-}
-
-/* The group's CPU time, us: cpu.stat's on v2, cpuacct's on v1; or -1. */
-static long long read_usage(const char *dir)
-{
-	char path[PATH_MAX + 512];
-	long long ns;
-
-	if (bcg_is_v2())
-		return read_key(dir, "cpu.stat", "usage_usec");
-	/* cpuacct mounted with cpu ("cpu,cpuacct"), as distributions do. */
-	snprintf(path, sizeof(path), "%s/cpuacct.usage", dir);
-	ns = read_ll(path, -1);
-	return ns < 0 ? -1 : ns / 1000;
-}
-
 static long long read_nr_periods(const char *dir)
 {
-	return read_key(dir, "cpu.stat", "nr_periods");
+	return bcg_stat_key(dir, "nr_periods");
 }
 
 /* Runnable threads of the group and its descendants, up to MAX. */
 static int count_runnable(const char *dir, int max, int depth)
 {
-	char path[PATH_MAX + 512], stat[512], *p;
+	char path[PATH_MAX + 512];
+	struct bcg_proc p;
 	int n = 0, tid;
-	struct dirent *de;
 	FILE *f;
 	DIR *d;
 
@@ -307,13 +234,8 @@ static int count_runnable(const char *dir, int max, int depth)
 		 bcg_is_v2() ? "cgroup.threads" : "tasks");
 	f = fopen(path, "re");
 	if (f) {
-		while (n < max && fscanf(f, "%d", &tid) == 1) {
-			snprintf(path, sizeof(path), "/proc/%d/stat", tid);
-			if (bcg_read_file(path, stat, sizeof(stat)) <= 0)
-				continue;
-			p = strrchr(stat, ')');
-			n += p && p[1] == ' ' && p[2] == 'R';
-		}
+		while (n < max && fscanf(f, "%d", &tid) == 1)
+			n += !bcg_proc_stat(tid, &p) && p.state == 'R';
 		fclose(f);
 	}
 	if (depth >= 8 || n >= max)
@@ -321,12 +243,8 @@ static int count_runnable(const char *dir, int max, int depth)
 	d = opendir(dir);
 	if (!d)
 		return n;
-	while (n < max && (de = readdir(d))) {
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+	while (n < max && bcg_next_child(d, dir, path, sizeof(path)))
 		n += count_runnable(path, max - n, depth + 1);
-	}
 	closedir(d);
 	return n;
 }
@@ -345,7 +263,6 @@ static long long min_quota(const struct bq_group *q)
 	char path[PATH_MAX + 512];
 	long long most = BQ_MIN_QUOTA_US, cq, cp, v;
 	const struct bq_group *child;
-	struct dirent *de;
 	DIR *d;
 
 	if (bcg_is_v2())
@@ -353,11 +270,8 @@ static long long min_quota(const struct bq_group *q)
 	d = opendir(q->g.dir);
 	if (!d)
 		return most;
-	while ((de = readdir(d))) {
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", q->g.dir, de->d_name);
-		if (read_quota(path, &cq, &cp) || cq < 0)
+	while (bcg_next_child(d, q->g.dir, path, sizeof(path))) {
+		if (bcg_read_quota(path, &cq, &cp) || cq < 0)
 			continue;
 		child = find_group(path);
 		if (child && child->limited)
@@ -440,7 +354,7 @@ static struct bq_group *get_group(const char *path, int *err)
 		*err = -EINVAL;
 		return NULL;
 	}
-	*err = read_quota(g.dir, &quota, &period);
+	*err = bcg_read_quota(g.dir, &quota, &period);
 	if (*err)
 		return NULL;
 	if (bcg_grow((void **)&groups, &cap_groups, nr_groups + 1, sizeof(*groups))) {
@@ -455,7 +369,7 @@ static struct bq_group *get_group(const char *path, int *err)
 	q->a.period_us = period;
 	q->limited = quota > 0;
 	q->written_us = -1;
-	q->usage_us = read_usage(g.dir);
+	q->usage_us = bcg_read_usage(g.dir);
 	q->t = now_s();
 	q->last_use = q->t;
 	return q;
@@ -506,7 +420,7 @@ static int restore_group(struct bq_group *q)
 
 	if (q->written_us < 0)
 		return 0;
-	if (read_quota(q->g.dir, &quota, &period) || quota != q->written_us ||
+	if (bcg_read_quota(q->g.dir, &quota, &period) || quota != q->written_us ||
 	    period != q->a.period_us) {
 		q->written_us = -1;
 		return 0;
@@ -593,7 +507,7 @@ int bq_restore_state(const char *file)
 			continue;
 		dir = lines[i] + used;
 		/* Only a quota that still has the value borrowd wrote. */
-		if (*dir != '/' || read_quota(dir, &quota, &cur_period) ||
+		if (*dir != '/' || bcg_read_quota(dir, &quota, &cur_period) ||
 		    quota != written || cur_period != period)
 			continue;
 		if (!write_quota(dir, conf, period)) {
@@ -616,7 +530,7 @@ int bq_check(const struct bcg *g)
 
 	if (!strcmp(g->path, "/"))
 		return -BCG_EROOT;
-	return read_quota(g->dir, &quota, &period);
+	return bcg_read_quota(g->dir, &quota, &period);
 }
 
 int bq_charge(const struct bcg *client, unsigned long long usec,
@@ -684,7 +598,7 @@ static bool adopt(struct bq_group *q)
 	long long quota, period, expect;
 	int ret;
 
-	ret = read_quota(q->g.dir, &quota, &period);
+	ret = bcg_read_quota(q->g.dir, &quota, &period);
 	if (ret) {
 		if (ret != q->last_err && ret != -ENOENT)
 			msg("%s: cannot read the quota: %s", q->g.path, bcg_strerror(ret));
@@ -720,7 +634,7 @@ static bool adopt(struct bq_group *q)
  */
 static void settle(struct bq_group *q, double now)
 {
-	long long usage = read_usage(q->g.dir), used = -1;
+	long long usage = bcg_read_usage(q->g.dir), used = -1;
 	long long elapsed = (now - q->t) * 1e6;
 
 	if (usage >= 0 && q->usage_us >= 0 && usage >= q->usage_us)

@@ -529,23 +529,15 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
  */
 static int kernel_has_file(void)
 {
-	char path[PATH_MAX + 300], line[256];
-	struct dirent *de;
+	char dir[PATH_MAX + 300], line[256];
 	int has = -1;
 	FILE *f;
 	DIR *d;
 
 	d = opendir(bcg_mount());
-	while (d && has < 0 && (de = readdir(d))) {
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/%s", bcg_mount(), de->d_name,
-			 bcg_is_v2() ? "cpu.max" : "cpu.cfs_quota_us");
-		if (access(path, F_OK))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/%s", bcg_mount(), de->d_name,
-			 BORROWING_FILE);
-		has = !access(path, F_OK);
+	while (d && has < 0 && bcg_next_child(d, bcg_mount(), dir, sizeof(dir))) {
+		if (bcg_dir_has(dir, bcg_is_v2() ? "cpu.max" : "cpu.cfs_quota_us"))
+			has = bcg_dir_has(dir, BORROWING_FILE);
 	}
 	if (d)
 		closedir(d);
