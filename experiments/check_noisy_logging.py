@@ -51,6 +51,8 @@ BORROWD_ROUND_US = 100_000
 # container (the process rule) 85 %, dockerd 50 %, containerd's CRI plugin
 # 25 % (the thread rule).
 BORROWD_FLOOR = {"podman": 0.85, "nerdctl": 0.85, "docker": 0.50, "cri": 0.25}
+# The engines part's quota (engines-in-guest.sh's default, 50 ms per 100 ms).
+ENGINES_QUOTA = 0.5
 # A busy logging process or worker: a tenth of a CPU or more.
 BUSY = 0.1
 # Process mode's ratios may fall short of off's by no more than this (runs
@@ -65,6 +67,9 @@ CMD2_GAIN = 0.05
 # (boots agree to 0.2 %).
 OVERHEAD_NOISE_PCT = 0.5
 RATE = re.compile(r"events per second:\s*([0-9.]+)")
+P95 = re.compile(r"95th percentile:\s*([0-9.]+)")
+# /proc/PID/stat's CPU times: clock ticks of 10 ms.
+TICK_US = 10_000
 
 
 def rows(path: Path) -> list[dict[str, str]]:
@@ -116,8 +121,14 @@ def planned(run: dict[str, Any], hiers: list[str]) -> set[str]:
                 names.add(f"patched-{h}-b{b}")
             if parts & {"exp1", "exp2"}:
                 names.add(f"stock-{h}-b{b}")
+    for b in range(1, int(run.get("grid_boots", 0)) + 1):
+        for h in hiers:
+            if parts & {"exp1", "exp2", "throughput"}:
+                names.add(f"patched-{h}-g{b}")
+            if parts & {"exp1", "exp2"}:
+                names.add(f"stock-{h}-g{b}")
     if "engines" in parts:
-        names.add("engines-v2-b1")
+        names |= {f"engines-v2-b{b}" for b in range(1, int(run.get("engine_boots", 1)) + 1)}
     if "overhead" in parts:
         for b in range(1, int(run.get("overhead_boots", 0)) + 1):
             names |= {f"n1-patched-v2-b{b}", f"n1-stock-v2-b{b}"}
@@ -174,6 +185,48 @@ def check_run(tap: Tap, rd: Path, raw: Path) -> None:
         f"{run.get('overhead_boots')} overhead boots), and no other",
         plan,
     )
+    if "commit" not in run:
+        # (Runs from before run.json recorded what they ran.)
+        return
+
+    def provenance() -> bool | str:
+        bad = [
+            f"run.json has no {k}"
+            for k in ("commits", "series", "kernels", "binaries_sha256", "qemu", "host_cpu", "packages")
+            if not run.get(k)
+        ]
+        if run.get("spans_commits") != (len(run.get("commits", [])) > 1):
+            bad.append(f"spans_commits {run.get('spans_commits')} with commits {run.get('commits')}")
+        for v in vms:
+            vj = json.loads((v / "vm.json").read_text()) if (v / "vm.json").is_file() else None
+            if vj is None:
+                bad.append(f"{v.name}: no vm.json")
+                continue
+            want = run.get("kernels", {}).get(vj.get("kernel"), {}).get("image_sha256")
+            if vj.get("image_sha256") != want:
+                bad.append(f"{v.name} booted a {vj.get('kernel')} image other than run.json's")
+            if vj.get("commit") not in run.get("commits", []):
+                bad.append(f"{v.name} ran at commit {vj.get('commit')}, not among run.json's")
+        return first_bad(bad)
+
+    tap.check(
+        f"{label}: run.json records the commit(s), series, kernels, binaries, QEMU, host CPU and "
+        "packages; every VM booted the kernel image it names, at one of its commits",
+        provenance,
+    )
+
+    def seeds() -> bool | str:
+        per: dict[str, set[int]] = {}
+        for v in vms:
+            if (v / "vm.json").is_file() and (v / "meta.json").is_file():
+                seed = json.loads((v / "vm.json").read_text())["seed"]
+                if json.loads((v / "meta.json").read_text()).get("seed") != seed:
+                    return f"{v.name}: meta.json's seed is not the one the host gave"
+                per.setdefault(re.sub(r"-b[0-9]+$", "", v.name), set()).add(seed)
+        alike = [k for k, ss in per.items() if len(ss) < len([v for v in vms if v.name.startswith(k + "-b")])]
+        return first_bad([f"{k}: two boots with one seed" for k in alike])
+
+    tap.check(f"{label}: every boot ordered its modes by a seed of its own, the one the host gave", seeds)
 
 
 def check_kernels(tap: Tap, metas: dict[Path, dict[str, Any]]) -> None:
@@ -287,23 +340,58 @@ def check_vm(tap: Tap, d: Path, label: str, meta: dict[str, Any]) -> None:
                 f"{label}: experiment 2: " + name,
                 lambda fn=fn: fn(d, rows(d / "exp2.csv"), lambda r: int(r["n"]) - 1),
             )
+    tables = [rows(d / f"{part}.csv") for part in ("exp1", "exp2") if cells[part]]
+    if any("logger_ticks_us" in t[0] for t in tables if t):
+        for part, n_loggers in (("exp1", lambda r: 1), ("exp2", lambda r: int(r["n"]) - 1)):
+            if cells[part]:
+                tap.check(
+                    f"{label}: experiment {part[-1]}: A (the scheduler's count) and the tick count agree "
+                    f"within a tick ({TICK_US // 1000} ms) at each end per logging process",
+                    lambda part=part, n_loggers=n_loggers: ticks_agree(d, rows(d / f"{part}.csv"), n_loggers),
+                )
     if cells["exp2"]:
         check_exp2(tap, d, label)
 
 
+def cell_name(r: dict[str, str]) -> str:
+    """An experiment 2 cell's name, as its sysbench log has it."""
+    qset = report.quota_set(r)
+    return ("" if qset == 100 else f"h{qset}-") + f"{r['n']}-{r['cmd']}-{r['mode']}"
+
+
 def rates_logged(d: Path) -> bool | str:
-    per: dict[tuple[str, str, str], list[str]] = {}
+    per: dict[str, list[dict[str, str]]] = {}
     for r in rows(d / "exp2_runs.csv"):
-        per.setdefault((r["n"], r["cmd"], r["mode"]), []).append(r["events_per_s"])
+        per.setdefault(cell_name(r), []).append(r)
     bad = []
-    for (n, cmd, mode), csv_rates in per.items():
-        log = d / f"sysbench-{n}-{cmd}-{mode}.log"
+    for cell, runs in per.items():
+        log = d / f"sysbench-{cell}.log"
         if not log.is_file():
             bad.append(f"{log.name} missing")
             continue
-        logged = RATE.findall(log.read_text())
-        if [float(x) for x in logged] != [float(x) for x in csv_rates]:
-            bad.append(f"{log.name}: {', '.join(logged)}; exp2_runs.csv: {', '.join(csv_rates)}")
+        text = log.read_text()
+        for col, pattern in (("events_per_s", RATE), ("p95_ms", P95)):
+            if col not in runs[0]:
+                continue
+            logged, csv_values = pattern.findall(text), [r[col] for r in runs]
+            if [float(x) for x in logged] != [float(x) for x in csv_values]:
+                bad.append(f"{log.name}: {', '.join(logged)}; exp2_runs.csv's {col}: {', '.join(csv_values)}")
+    return first_bad(bad)
+
+
+def ticks_agree(d: Path, table: list[dict[str, str]], loggers: Callable[[dict[str, str]], int]) -> bool | str:
+    """A at the scheduler's resolution against the tick count of the same
+    processes: they differ by less than a tick at each end per logging
+    process (and a thread that exited shows as more)."""
+    bad = []
+    for r in table:
+        if "logger_ticks_us" not in r:
+            continue
+        a, ticks = int(r["logger_us"]), int(r["logger_ticks_us"])
+        tol = 2 * TICK_US * loggers(r)
+        if abs(a - ticks) > tol:
+            cell = " ".join(r[k] for k in ("quota_sum_pct", "n", "cmd", "quota_us", "mode") if k in r)
+            bad.append(f"{cell}: A {a} µs, in ticks {ticks} (more than {tol} apart)")
     return first_bad(bad)
 
 
@@ -376,10 +464,12 @@ def agent(d: Path, table: list[dict[str, str]], loggers: Callable[[dict[str, str
 
 
 def check_exp2(tap: Tap, d: Path, label: str) -> None:
-    cells = {(r["n"], r["cmd"], r["mode"]): r for r in rows(d / "exp2.csv")}
+    # (The reference study's quota set: the headroom cells have no baseline.)
+    cells = {(r["n"], r["cmd"], r["mode"]): r for r in rows(d / "exp2.csv") if report.quota_set(r) == 100}
     events: dict[tuple[str, str, str], list[float]] = {}
     for r in rows(d / "exp2_runs.csv"):
-        events.setdefault((r["n"], r["cmd"], r["mode"]), []).append(float(r["events_per_s"]))
+        if report.quota_set(r) == 100:
+            events.setdefault((r["n"], r["cmd"], r["mode"]), []).append(float(r["events_per_s"]))
 
     def ratios() -> dict[tuple[str, str, str], tuple[float, float]]:
         out = {}
@@ -390,8 +480,8 @@ def check_exp2(tap: Tap, d: Path, label: str) -> None:
             base = cells[bkey]
             ev = sum(events[(n, cmd, mode)]) / len(events[(n, cmd, mode)])
             bev = sum(events[bkey]) / len(events[bkey])
-            cpu = int(r["sysbench_container_us"]) / int(r["wall_us"])
-            bcpu = int(base["sysbench_container_us"]) / int(base["wall_us"])
+            cpu = int(report.sysbench_us(r)) / int(r["wall_us"])
+            bcpu = int(report.sysbench_us(base)) / int(base["wall_us"])
             out[(n, cmd, mode)] = (ev / bev, cpu / bcpu)
         return out
 
@@ -494,12 +584,19 @@ def check_engines(tap: Tap, d: Path, label: str) -> None:
                 )
             if b <= 0:
                 bad.append(f"{x['engine']} {x['mode']}: nothing charged")
+            # Paced, the worker runs only while its container can pay: the
+            # two together within the container's quota.
+            c = int(x["container_us"])
+            if x["mode"] == "pace" and b + c > ENGINES_QUOTA * wall + tolerance(wall, 1) + BORROWD_ROUND_US:
+                bad.append(
+                    f"{x['engine']} pace: B + C {b + c} µs over the quota's {ENGINES_QUOTA * wall:.0f}"
+                )
         return first_bad(bad)
 
     tap.check(
         f"{label}: borrowd charges a busy worker's CPU, at least the engines test's share "
         f"({', '.join(f'{e} {f:.0%}' for e, f in BORROWD_FLOOR.items())}), at most all of it; "
-        "off charges nothing",
+        "off charges nothing; paced (--pace), B + C within the container's quota",
         charged,
     )
 

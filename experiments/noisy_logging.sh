@@ -65,16 +65,28 @@ Tiers:
            the engines part with stock nerdctl alone, for 2 s
   --full   the paper's grid (3 commands x 4 quotas; N = 1..5 x cmd1..cmd4)
            with shorter windows than the paper's 30 s and 10 x 10 s (4 s
-           after 2 s; 2 sysbench runs of 2 s per cell and boot: runs on the
-           instruction clock agree to 0.01 %, boots to 0.2 %), every VM in 2
-           boots, 3 overhead boots per kernel; --estimate says how long on
-           this machine
+           after 1 s; one sysbench run of 2 s per cell and boot: runs on the
+           instruction clock agree to 0.01 %, boots to 0.2 %) and the
+           headroom cells (N = 2, 3 with the quotas adding up to 80 ms): the
+           headline cells (50 and 20 ms; N = 1, 2, 5, headroom) in 3 boots,
+           the rest in 1 (--grid-boots), thread mode in experiment 1 only,
+           borrowd's quota mode on the stock kernel only; 3 overhead boots
+           per kernel; the engines part in 2 boots of 4 s, borrowd pacing
+           the workers (--pace) as a third mode; --estimate says how long
+           on this machine
+
+Every boot shuffles the order of the modes (a seed of its own, from the
+host, in meta.json and vm.json); raw/<run>/run.json records what the run
+measured with (commit, series, kernel images and configurations, binaries,
+QEMU, host CPU, packages) and whether a --resume made it span commits.
 
 Options:
   --cgroup H     v1, v2 or both (default)
-  --modes LIST   the patched kernel's modes (default
-                 off,process,thread,incg,agent,agent-quota)
-  --exp2-modes LIST  experiment 2's modes (default: --modes)
+  --modes LIST   the patched kernel's modes (default: quick
+                 off,process,thread,incg,agent,agent-quota; full
+                 off,process,thread,incg,agent)
+  --exp2-modes LIST  experiment 2's modes (default: quick --modes; full
+                 off,process,incg,agent)
   --stock-modes LIST  the stock kernel's modes, experiments 1 and 2 (default
                  off,agent; off, incg, agent, agent-quota: the stock kernel
                  has no file, its agent is the quota mode)
@@ -86,6 +98,9 @@ Options:
                  (ms per 100 ms) only (default: the tier's), e.g. 50,20
   --boots N      boots per VM of exp1, exp2, throughput (default: the tier's)
   --overhead-boots N  boots per kernel of the overhead part (default: the tier's)
+  --grid-boots N the full tier's boots of the grid beyond the headline cells
+                 (default 1)
+  --engine-boots N  boots of the engines part (default: quick 1, full 2)
   --engines LIST the engines part's engines (default: quick nerdctl, full
                  podman,nerdctl,docker,cri)
   --wall-clock   QEMU's usual clock (a guest second is a host second)
@@ -118,10 +133,10 @@ Options:
 EOF
 }
 
-tier=quick HIERARCHIES=(v2 v1) modes=off,process,thread,incg,agent,agent-quota exp2_modes="" out=""
+tier=quick HIERARCHIES=(v2 v1) modes="" exp2_modes="" out=""
 report_only=0 resume=0 stock_modes=off,agent no_build=0 borrowd="" vm_slots=2
 parts=exp1,exp2,throughput,overhead,engines exp2_n="" exp1_cmds="" exp1_quotas="" exp_opts=() wall=0
-boots="" ov_boots=""
+boots="" ov_boots="" grid_boots="" engine_boots=""
 engines_arg="" estimate=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
@@ -139,6 +154,8 @@ while [[ $# -gt 0 ]]; do
 	--exp1-quotas) exp1_quotas=${2:?}; shift 2 ;;
 	--boots) boots=${2:?}; shift 2 ;;
 	--overhead-boots) ov_boots=${2:?}; shift 2 ;;
+	--grid-boots) grid_boots=${2:?}; shift 2 ;;
+	--engine-boots) engine_boots=${2:?}; shift 2 ;;
 	--engines) engines_arg=${2:?}; shift 2 ;;
 	--sysbench-burst) exp_opts+=(--sysbench-burst); shift ;;
 	--wall-clock) wall=1; shift ;;
@@ -151,6 +168,13 @@ while [[ $# -gt 0 ]]; do
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
 done
+# The modes: the quick tier every one; the full tier not borrowd's quota
+# mode on the patched kernel (the stock kernel's agent is that mode), and
+# thread mode in experiment 1 only.
+case $tier in
+quick) modes=${modes:-off,process,thread,incg,agent,agent-quota} ;;
+full) modes=${modes:-off,process,thread,incg,agent} exp2_modes=${exp2_modes:-off,process,incg,agent} ;;
+esac
 exp2_modes=${exp2_modes:-$modes}
 MODE_RE='(off|process|thread|incg|agent|agent-quota)'
 for m in "$modes" "$exp2_modes"; do
@@ -185,11 +209,27 @@ if [[ -n $borrowd ]]; then
 fi
 # The quick tier's engine is stock nerdctl alone (the test command's tools
 # section runs Podman's and Docker's through the same script).
+# The full tier: the headline cells (experiment 1 at 50 and 20 ms,
+# experiment 2 at N = 1, 2, 5 and its headroom cells) in every boot, the
+# rest of the reference study's grid (33 and 25 ms; N = 3, 4) in
+# --grid-boots more VMs per kernel and hierarchy; thread mode in
+# experiment 1 only. (--exp1-quotas or --exp2-n: those cells in every boot,
+# no grid VMs.)
+headline=() grid=()
 case $tier in
-quick) boots=${boots:-1} ov_boots=${ov_boots:-1} engine_secs=2 engines=${engines_arg:-nerdctl} ;;
-full) boots=${boots:-2} ov_boots=${ov_boots:-3} engine_secs=6 engines=${engines_arg:-podman,nerdctl,docker,cri} ;;
+quick) boots=${boots:-1} ov_boots=${ov_boots:-1} engine_secs=2 engines=${engines_arg:-nerdctl}
+	grid_boots=${grid_boots:-0} engine_boots=${engine_boots:-1} engine_modes=(off borrowd) ;;
+full) boots=${boots:-3} ov_boots=${ov_boots:-3} engine_secs=4 engines=${engines_arg:-podman,nerdctl,docker,cri}
+	grid_boots=${grid_boots:-1} engine_boots=${engine_boots:-2} engine_modes=(off borrowd pace)
+	if [[ -z $exp1_quotas && -z $exp2_n ]]; then
+		headline=(--exp1-quotas "50,20" --exp2-n "1,2,5") grid=(--exp1-quotas "33,25" --exp2-n "3,4")
+	else
+		grid_boots=0
+	fi
+	;;
 esac
-[[ $boots =~ ^[1-9][0-9]?$ && $ov_boots =~ ^[0-9][0-9]?$ ]] || die "--boots and --overhead-boots take a number"
+[[ $boots =~ ^[1-9][0-9]?$ && $ov_boots =~ ^[0-9][0-9]?$ && $grid_boots =~ ^[0-9]$ && $engine_boots =~ ^[0-9]$ ]] ||
+	die "--boots, --overhead-boots, --grid-boots and --engine-boots take a number"
 [[ $engines =~ ^(podman|nerdctl|docker|cri)(,(podman|nerdctl|docker|cri))*$ ]] ||
 	die "--engines takes a comma-separated list of podman, nerdctl, docker, cri"
 IFS=, read -ra engine_list <<<"$engines"
@@ -235,8 +275,9 @@ hms() {
 
 # vm_plan: this run's VMs, "NAME KERNEL HIERARCHY ARG..." per line. Boot by
 # boot, the experiments' VMs of each hierarchy, patched then stock, so that
-# each boot's cells lie between the other boots' in time; then the
-# overhead's boots, then the engines.
+# each boot's cells lie between the other boots' in time (in the full tier
+# the headline cells: every boot; the grid's other cells: --grid-boots,
+# VMs named -gN); then the overhead's boots, then the engines'.
 GUEST=$CFSB_ROOT/experiments/noisy_logging_guest.sh
 vm_plan() {
 	local b hier
@@ -244,18 +285,32 @@ vm_plan() {
 		[[ -n $guest_parts ]] || break
 		for hier in "${HIERARCHIES[@]}"; do
 			echo "patched-$hier-b$b patched $hier --parts $guest_parts --modes $modes" \
-				"--exp2-modes $exp2_modes ${exp_opts[*]}"
+				"--exp2-modes $exp2_modes ${exp_opts[*]} ${headline[*]}"
 		done
 		# (The engines next to the first boot's stock VMs: the longest VMs
 		# first, the two host CPUs end at about the same time.)
-		((b == 1)) && has_part engines && echo "engines-v2-b1 patched v2 engines"
+		((b <= engine_boots)) && has_part engines && echo "engines-v2-b$b patched v2 engines"
 		for hier in "${HIERARCHIES[@]}"; do
 			[[ -z $stock_parts ]] ||
 				echo "stock-$hier-b$b stock $hier --parts $stock_parts --nerdctl stock --modes $stock_modes" \
-					"${exp_opts[*]}"
+					"${exp_opts[*]} ${headline[*]}"
 		done
 	done
-	[[ -z $guest_parts ]] && has_part engines && echo "engines-v2-b1 patched v2 engines"
+	for ((b = 1; b <= grid_boots; b++)); do
+		for hier in "${HIERARCHIES[@]}"; do
+			[[ -z $guest_parts ]] ||
+				echo "patched-$hier-g$b patched $hier --parts $guest_parts --modes $modes" \
+					"--exp2-modes $exp2_modes ${exp_opts[*]} ${grid[*]}"
+			[[ -z $stock_parts ]] ||
+				echo "stock-$hier-g$b stock $hier --parts $stock_parts --nerdctl stock --modes $stock_modes" \
+					"${exp_opts[*]} ${grid[*]}"
+		done
+	done
+	if has_part engines; then
+		for ((b = 1; b <= engine_boots; b++)); do
+			[[ -z $guest_parts ]] || ((b > boots)) && echo "engines-v2-b$b patched v2 engines"
+		done
+	fi
 	if has_part overhead; then
 		for ((b = 1; b <= ov_boots; b++)); do
 			echo "n1-patched-v2-b$b patched v2 --parts sysbench1 --modes off"
@@ -270,7 +325,7 @@ vm_plan() {
 # 12 s of starting and stopping.
 planned_s() {
 	if [[ $1 == engines ]]; then
-		echo $((${#engine_list[@]} * (engine_secs + 2 * (engine_secs + 12))))
+		echo $((${#engine_list[@]} * (engine_secs + ${#engine_modes[@]} * (engine_secs + 12))))
 	else
 		"$GUEST" --plan --tier "$tier" "$@"
 	fi
@@ -372,17 +427,27 @@ VM_OPTS=()
 declare -A GUEST_PIDS=() GUEST_T0=() GUEST_BOOT=()
 SLOT_FREE=()
 guest() {
-	local slot=$1 name=$2 kernel=$3 hier=$4 cmd
+	local slot=$1 name=$2 kernel=$3 hier=$4 cmd seed image
 	shift 4
 	mkdir -p "$raw/$name"
+	# The order of the modes in this boot: a seed of its own.
+	seed=$((SRANDOM % 1000000000))
 	if [[ $1 == engines ]]; then
-		cmd=("$CFSB_ROOT/tools/tests/engines-in-guest.sh" --seconds "$engine_secs" --modes "off,borrowd"
+		cmd=("$CFSB_ROOT/tools/tests/engines-in-guest.sh" --seconds "$engine_secs" --modes "$(IFS=,; echo "${engine_modes[*]}")"
 			--csv "$raw/$name/engines.csv" --progress "$raw/$name/progress" "${engine_list[@]}")
 	else
-		cmd=("$GUEST" --out "$raw/$name" --tier "$tier" "$@")
+		cmd=("$GUEST" --out "$raw/$name" --tier "$tier" --seed "$seed" "$@")
 	fi
 	planned_s "$@" >"$raw/$name/planned_s"
-	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$(kernel_image_path "$kernel" x86_64 default)" \
+	image=$(kernel_image_path "$kernel" x86_64 default)
+	# What the host started, for the record: the kernel image it booted
+	# (its hash is run.json's for that kernel), the command, the commit.
+	jq -n --arg kernel "$kernel" --arg hier "$hier" --arg image_sha256 "$(sha256sum <"$image" | cut -c1-64)" \
+		--arg commit "$COMMIT" --argjson seed "$seed" \
+		--argjson args "$(printf '%s\n' "${cmd[@]#"$CFSB_ROOT"/}" | jq -R . | jq -sc .)" \
+		'{kernel: $kernel, hier: $hier, image_sha256: $image_sha256, commit: $commit, seed: $seed, args: $args}' \
+		>"$raw/$name/vm.json"
+	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$image" \
 		--cgroup "$hier" --cpus 4 --mem 4G --timeout "$vm_timeout" --host-cpus "$slot" "${VM_OPTS[@]}" -- \
 		"${cmd[@]}" >"$raw/$name/vm.log" 2>&1 &
 	GUEST_PIDS[$name]=$! GUEST_T0[$name]=$(now_s) GUEST_BOOT[$name]="" SLOT_FREE[slot]=0
@@ -463,12 +528,54 @@ run_vms() {
 	[[ ${#FAILED[@]} -eq 0 ]] || die "failed in ${FAILED[*]} (logs in $raw/)"
 }
 
+# provenance: what this run measured with, into raw/provenance.json (joined
+# into run.json at the end): the project's commit (and whether the tree
+# had changes), the series' hashes, each kernel's image, configuration and
+# release, the nerdctl and borrowd binaries, QEMU, the host's CPU and the
+# packages the guest runs (it boots the host's root file system). A
+# --resume by another commit keeps the earlier ones: the run says it spans
+# them.
+COMMIT=$(git -C "$CFSB_ROOT" rev-parse HEAD)
+provenance() {
+	local k build commits kernels=() files=()
+	for k in stock patched; do
+		build=$(kernel_build_dir "$k" x86_64 default)
+		kernels+=(--arg "$k" "$(sha256sum <"$(kernel_image_path "$k" x86_64 default)" | cut -c1-64) $(sha256sum <"$build/.config" | cut -c1-64) $(cat "$build/include/config/kernel.release")")
+	done
+	for k in "$CFSB_ROOT"/.build/nerdctl/nerdctl "$CFSB_ROOT"/.build/nerdctl-stock/nerdctl \
+		"${borrowd:-$CFSB_ROOT/.build/tools/borrowd}"; do
+		[[ ! -f $k ]] || files+=(--arg "${k#"$CFSB_ROOT"/}" "$(sha256sum <"$k" | cut -c1-64)")
+	done
+	commits=$COMMIT
+	((resume)) && [[ -f $raw/run.json ]] && commits=$(jq -r --arg c "$COMMIT" '[.commits[]?, $c] | unique | join(" ")' "$raw/run.json")
+	# shellcheck disable=SC2016 # jq's variables
+	jq -n --arg commit "$COMMIT" --arg commits "$commits" \
+		--arg dirty "$(git -C "$CFSB_ROOT" status --porcelain --untracked-files=no | wc -l)" \
+		--arg s612 "$(files_hash "$CFSB_ROOT"/kernel/patches/*.patch)" \
+		--arg s72 "$(files_hash "$CFSB_ROOT"/kernel/patches-7.2/*.patch)" \
+		--arg snerdctl "$(files_hash "$CFSB_ROOT"/nerdctl-patch/*.patch)" \
+		--arg qemu "$(qemu-system-x86_64 --version | head -1)" \
+		--arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
+		--arg packages "$(dpkg-query -W -f '${Package}=${Version} ' qemu-system-x86 containerd runc crun sysbench \
+			podman conmon docker.io 2>/dev/null)" \
+		--argjson kernels "$(jq -n '$ARGS.named' "${kernels[@]}")" --argjson binaries "$(jq -n '$ARGS.named' "${files[@]}")" '
+		{commit: $commit, commits: ($commits | split(" ")), spans_commits: ($commits | split(" ") | length > 1),
+		 tree_changes: ($dirty | tonumber),
+		 series: {"kernel 6.12": $s612, "kernel 7.2": $s72, nerdctl: $snerdctl},
+		 kernels: ($kernels | map_values(split(" ") | {image_sha256: .[0], config_sha256: .[1], release: .[2]})),
+		 binaries_sha256: $binaries, qemu: $qemu, host_cpu: $cpu,
+		 packages: ($packages | split(" ") | map(select(. != "")))}' >"$raw/provenance.json"
+}
+provenance
+
 started=$(now_s)
 RESUMED=()
 run_vms
 log "measured in $(hms $(($(now_s) - started)))"
-printf '{"tier": "%s", "parts": "%s", "seconds": %d, "host_cpus": %d, "clock": "%s", "icount": %s, "boots": %d, "overhead_boots": %d, "engines": "%s", "hierarchies": "%s", "resumed": "%s", "resumed_after_s": %d}\n' \
+printf '{"tier": "%s", "parts": "%s", "seconds": %d, "host_cpus": %d, "clock": "%s", "icount": %s, "boots": %d, "overhead_boots": %d, "grid_boots": %d, "engine_boots": %d, "engines": "%s", "hierarchies": "%s", "resumed": "%s", "resumed_after_s": %d}\n' \
 	"$tier" "$parts" $((previous_s + $(now_s) - started)) "$(nproc)" "$clock" "$( ((wall)) && echo false || echo true)" \
-	"$boots" "$ov_boots" "$engines" "$(IFS=,; echo "${HIERARCHIES[*]}")" "${RESUMED[*]}" "$previous_s" >"$raw/run.json"
+	"$boots" "$ov_boots" "$grid_boots" "$engine_boots" "$engines" "$(IFS=,; echo "${HIERARCHIES[*]}")" "${RESUMED[*]}" "$previous_s" |
+	jq --slurpfile prov "$raw/provenance.json" '. + $prov[0]' >"$raw/run.json"
+rm -f "$raw/provenance.json"
 report
 log "report: ${out#"$CFSB_ROOT"/}/report.md, plots: ${out#"$CFSB_ROOT"/}/plots/"

@@ -7,7 +7,7 @@
 #                          [--modes LIST] [--exp2-modes LIST] [--exp2-n LIST]
 #                          [--exp1-cmds LIST] [--exp1-quotas LIST]
 #                          [--nerdctl patched|stock] [--borrowd PATH]
-#                          [--sysbench-burst] [--plan]
+#                          [--sysbench-burst] [--seed N] [--plan]
 #
 # Layout as in the reference study: containerd, the shims and the logging
 # processes in /system.slice/containerd.service, the containers (nerdctl's
@@ -21,7 +21,13 @@
 #               (C), of the logging cgroup, per charging mode
 #   exp2        N = 1..5 containers with quota 100/N ms, shares 1024: sysbench
 #               in one (runc), cmd1..cmd4 in the N-1 others (nerdctl);
-#               sysbench events/s per run, and the CPU of the others
+#               sysbench's events/s and 95th-percentile latency per run,
+#               and the CPU of every party over sysbench's own running time
+#               (the container waits on a FIFO before and after its runs:
+#               the harness starts and stops nothing inside the window);
+#               then headroom cells, the quotas adding up to 80 ms: there
+#               a neighbour's protection shows as sysbench's share against
+#               its fair share
 #   throughput  a container running yes without quota: log bytes per second
 #               with charging off and in process mode, alternating
 #   sysbench1   N = 1 only (sysbench alone): the kernel overhead comparison
@@ -52,6 +58,10 @@
 # what they used beyond their quota after its writes (a write refills the
 # runtime), which it owes back; agent_debt_us: their debt at the window's
 # end).
+# The processes' CPU (A, the logging processes') is read from the
+# scheduler's nanosecond counts (/proc/PID/task/*/schedstat), with the tick
+# count beside it (a thread that exits shows as a difference). The modes'
+# order is shuffled per boot, from --seed (default 1; meta.json records it).
 # --nerdctl stock: unmodified nerdctl (no cpu-charge option: off, incg and
 # the agent modes only), the stock kernel's baseline. --exp2-n runs
 # experiment 2 for those N only (default: the tier's), --exp1-cmds and
@@ -69,7 +79,7 @@ set -euo pipefail
 source "$(dirname "$0")/../scripts/guest-check.sh"
 
 out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread,incg,agent,agent-quota exp2_modes="" exp2_n=""
-sb_burst=0 nerdctl=patched plan_only=0 exp1_cmds="" exp1_quotas="" borrowd=""
+sb_burst=0 nerdctl=patched plan_only=0 exp1_cmds="" exp1_quotas="" borrowd="" seed=1
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--out) out=${2:?}; shift 2 ;;
@@ -83,12 +93,14 @@ while [[ $# -gt 0 ]]; do
 	--sysbench-burst) sb_burst=1; shift ;;
 	--nerdctl) nerdctl=${2:?}; shift 2 ;;
 	--borrowd) borrowd=${2:?}; shift 2 ;;
+	--seed) seed=${2:?}; shift 2 ;;
 	--plan) plan_only=1 out=${out:-/dev/null}; shift ;;
 	-h | --help) cfsb_usage_from_header; exit 0 ;;
 	*) echo "noisy_logging_guest: unknown option $1" >&2; exit 2 ;;
 	esac
 done
 # (--plan only counts: the host asks it.)
+[[ $seed =~ ^[0-9]{1,9}$ ]] || { echo "noisy_logging_guest: --seed takes a number (0..999999999)" >&2; exit 2; }
 ((plan_only)) || cfsb_guest_only
 [[ -n $out ]] || { echo "noisy_logging_guest: --out DIR is required" >&2; exit 2; }
 # The agent modes' nerdctl, and borrowd.
@@ -126,20 +138,26 @@ PERIOD_US=100000
 case $tier in
 full)
 	EXP1_CMDS=(yes lsmod echo) EXP1_QUOTAS_MS=(50 33 25 20)
-	EXP1_SETTLE=2 EXP1_WINDOW=4
+	EXP1_SETTLE=1 EXP1_WINDOW=4
 	EXP2_NS=(1 2 3 4 5) EXP2_CMDS=(cmd1 cmd2 cmd3 cmd4)
-	SB_RUNS=2 SB_TIME=2 EXP2_SETTLE=2
+	EXP2_HEADROOM_NS=(2 3) EXP2_HEADROOM_CMDS=(cmd2 cmd4)
+	SB_RUNS=1 SB_TIME=2 EXP2_SETTLE=1
 	TP_WINDOWS=2 TP_WINDOW=2
 	;;
 quick)
 	EXP1_CMDS=(yes) EXP1_QUOTAS_MS=(50)
 	EXP1_SETTLE=1 EXP1_WINDOW=2
 	EXP2_NS=(1 2) EXP2_CMDS=(cmd1 cmd2)
+	EXP2_HEADROOM_NS=(2) EXP2_HEADROOM_CMDS=(cmd2)
 	SB_RUNS=2 SB_TIME=1 EXP2_SETTLE=1
 	TP_WINDOWS=1 TP_WINDOW=1
 	;;
 *) echo "noisy_logging_guest: --tier is quick or full" >&2; exit 2 ;;
 esac
+# The headroom cells' quotas add up to this much of CPU 0 (the reference
+# study's to all of it: sysbench then gets what is left, and a neighbour's
+# protection cannot show).
+HEADROOM_PCT=80
 IFS=, read -ra MODES <<<"$modes"
 IFS=, read -ra EXP2_MODES <<<"${exp2_modes:-$modes}"
 AGENT=0
@@ -167,6 +185,21 @@ has_part() { [[ ,$parts, == *",$1,"* ]]; }
 
 # quota_us MS: 100/N ms and the study's 33 ms as microseconds.
 quota_us() { echo $(($1 * 1000)); }
+
+# shuffled WORD...: the words in a random order, into the array SHUFFLED
+# (Fisher-Yates). The numbers come from a generator of its own seeded with
+# --seed (a 31-bit linear congruential one, as POSIX's rand() example):
+# the same seed gives the same order in any shell, subshell or boot.
+SEED_STATE=$seed
+shuffled() {
+	local i j t
+	SHUFFLED=("$@")
+	for ((i = ${#SHUFFLED[@]} - 1; i > 0; i--)); do
+		SEED_STATE=$(((SEED_STATE * 1103515245 + 12345) % 2147483648))
+		j=$(((SEED_STATE >> 16) % (i + 1)))
+		t=${SHUFFLED[i]} SHUFFLED[i]=${SHUFFLED[j]} SHUFFLED[j]=$t
+	done
+}
 
 ((plan_only)) || mkdir -p "$out"
 STARTED=${EPOCHREALTIME/./}
@@ -236,38 +269,47 @@ cpu0_times() {
 # cpu0_switches: how many times CPU 0 switched to a task (the run queue's
 # timeslice count in /proc/schedstat, CONFIG_SCHEDSTATS) into CPU0_SWITCHES:
 # under emulation each switch costs the next task its TLB, so the rate
-# explains part of sysbench's events per CPU second.
+# explains part of sysbench's events per CPU second. And the time tasks ran
+# on CPU 0 (rq_cpu_time, ns), µs, into CPU0_RUN: what the groups under watch
+# did not use of it went to other tasks, at the scheduler's resolution
+# (/proc/stat's idle time comes in ticks).
 cpu0_switches() {
-	local name rest
+	local name ns rest
 	# Fields: cpuN yld_count 0 sched_count sched_goidle ttwu_count ttwu_local
 	# rq_cpu_time run_delay pcount
-	while read -r name _ _ _ _ _ _ _ _ CPU0_SWITCHES rest; do
-		[[ $name == cpu0 ]] && return 0
+	while read -r name _ _ _ _ _ _ ns _ CPU0_SWITCHES rest; do
+		[[ $name == cpu0 ]] && CPU0_RUN=$((ns / 1000)) && return 0
 	done </proc/schedstat
 	return 1
 }
 # snapshot NAME: the counters of the groups and processes under watch,
 # summed: WATCH_CG (container cgroups), WATCH_LOGGER (logging process pids),
-# WATCH_SHIM (their shims), plus containerd and the logging cgroup; into the
-# associative array NAME, fork-free.
+# WATCH_SHIM (their shims), SB_CG (sysbench's container, experiment 2),
+# plus containerd and the logging cgroup; into the associative array NAME,
+# fork-free. The processes' CPU at the scheduler's resolution (logger,
+# shim: live threads, µs), and the logging processes' in ticks too
+# (logger_ticks: 10 ms, exited threads included).
 WATCH_CG=() WATCH_LOGGER=() WATCH_SHIM=() WATCH_LOG=()
 LOGGING_CG=""
 CONTAINERD_PID=""
+SB_CG=""
 snapshot() {
 	local -n snap=$1
 	local k p
-	snap=([wall]=${EPOCHREALTIME/./} [logger]=0 [shim]=0 [containerd]=0 [logging_cgroup]=0
-		[container]=0 [nr_periods]=0 [nr_throttled]=0 [throttled]=0 [nr_borrow_periods]=0
-		[charged]=0 [deducted]=0 [dropped]=0 [cpu0_idle]=0 [cpu0_irq]=0
-		[nr_cpu0_switches]=0 [others_busy]=0 [log_bytes]=0)
+	snap=([wall]=${EPOCHREALTIME/./} [logger]=0 [logger_ticks]=0 [shim]=0 [containerd]=0
+		[logging_cgroup]=0 [container]=0 [sysbench]=0 [nr_periods]=0 [nr_throttled]=0 [throttled]=0
+		[nr_borrow_periods]=0 [charged]=0 [deducted]=0 [dropped]=0 [cpu0_idle]=0 [cpu0_irq]=0
+		[cpu0_run]=0 [nr_cpu0_switches]=0 [others_busy]=0 [log_bytes]=0)
 	cpu0_times && snap[cpu0_idle]=$CPU0_IDLE snap[cpu0_irq]=$CPU0_IRQ snap[others_busy]=$OTHERS_BUSY
-	cpu0_switches && snap[nr_cpu0_switches]=$CPU0_SWITCHES
+	cpu0_switches && snap[nr_cpu0_switches]=$CPU0_SWITCHES snap[cpu0_run]=$CPU0_RUN
 	for p in "${WATCH_LOGGER[@]}"; do
-		cs_pid_cpu_us "$p" && snap[logger]=$((snap[logger] + REPLY))
+		cs_pid_runtime_us "$p" && snap[logger]=$((snap[logger] + REPLY))
+		cs_pid_cpu_us "$p" && snap[logger_ticks]=$((snap[logger_ticks] + REPLY))
 	done
 	for p in "${WATCH_SHIM[@]}"; do
-		cs_pid_cpu_us "$p" && snap[shim]=$((snap[shim] + REPLY))
+		cs_pid_runtime_us "$p" && snap[shim]=$((snap[shim] + REPLY))
 	done
+	[[ -z $SB_CG ]] || { cs_usage_us "$SB_CG" && snap[sysbench]=$REPLY; }
 	for p in "${WATCH_LOG[@]}"; do
 		[[ -e $p ]] && snap[log_bytes]=$((snap[log_bytes] + $(stat -c %s "$p")))
 	done
@@ -284,7 +326,8 @@ snapshot() {
 	done
 }
 SNAP_KEYS=(wall logger charged container logging_cgroup shim containerd nr_periods nr_throttled
-	throttled nr_borrow_periods deducted dropped cpu0_idle cpu0_irq nr_cpu0_switches others_busy log_bytes)
+	throttled nr_borrow_periods deducted dropped cpu0_idle cpu0_irq nr_cpu0_switches others_busy log_bytes
+	logger_ticks sysbench cpu0_run)
 # snapshot_header: the CSV columns of snapshot_delta (counts, or µs).
 snapshot_header() {
 	local k line=""
@@ -447,7 +490,8 @@ exp1() {
 	echo "hierarchy,cmd,quota_us,period_us,mode,$(snapshot_header),$AGENT_HEADER" >"$csv"
 	for cmd in "${EXP1_CMDS[@]}"; do
 		for q in "${EXP1_QUOTAS_MS[@]}"; do
-			for mode in "${MODES[@]}"; do
+			shuffled "${MODES[@]}"
+			for mode in "${SHUFFLED[@]}"; do
 				progress "exp1 $cmd quota ${q}ms $mode"
 				cell=exp1-$cmd-$q-$mode
 				if is_agent "$mode"; then
@@ -484,62 +528,97 @@ exp1() {
 
 # --- experiment 2 ----------------------------------------------------------------
 SB_BUNDLE=/run/cfsb-exp/sysbench
+# The FIFOs through which the harness and sysbench's container meet (bound
+# into the container as /sync): the window of experiment 2 is sysbench's
+# own running time, the harness blocked (no CPU) inside it.
+SB_SYNC=/run/cfsb-exp/sysbench-sync
 # sysbench_bundle: an OCI bundle of the sysbench image, for runc.
 sysbench_bundle() {
-	local image=$CS_IMAGES/sysbench.tar layer
-	mkdir -p "$SB_BUNDLE/rootfs"
+	local image=$CS_IMAGES/sysbench.tar layer f
+	mkdir -p "$SB_BUNDLE/rootfs" "$SB_SYNC"
+	for f in start end release; do [[ -p $SB_SYNC/$f ]] || mkfifo "$SB_SYNC/$f"; done
 	layer=$(tar -tf "$image" | grep '/layer.tar$')
 	tar -xOf "$image" "$layer" | tar -x -C "$SB_BUNDLE/rootfs"
+	mkdir -p "$SB_BUNDLE/rootfs/sync"
 	(cd "$SB_BUNDLE" && rm -f config.json && runc spec)
 	cp "$SB_BUNDLE/config.json" "$SB_BUNDLE/config.template.json"
 }
 # sysbench_runs NAME QUOTA_US OUTFILE: run sysbench SB_RUNS times in a
-# container that runc starts in /default/NAME; its output into OUTFILE, the
-# CPU time the container used (µs) into REPLY, its bandwidth periods and
-# the throttled ones into SB_PERIODS, as CSV.
+# container that runc starts in /default/NAME; its output into OUTFILE.
+# The snapshot S0 is taken once the container waits at its start, S1 when
+# its last run has ended (the container waits again until they are taken):
+# the window holds sysbench's runs and nothing of the harness's. Then the
+# container's bandwidth periods and the throttled ones into SB_PERIODS, as
+# CSV.
 sysbench_runs() {
-	local name=$1 loop pid cg
-	loop="i=0; while [ \$i -lt $SB_RUNS ]; do i=\$((i + 1));"
-	loop+=" sysbench cpu --cpu-max-prime=10000 --threads=1 --time=$SB_TIME run; done"
-	jq --arg loop "$loop" --arg cg "/default/$name" --argjson quota "$2" --argjson period "$PERIOD_US" '
+	local name=$1 loop pid fd
+	loop="read go </sync/start; i=0; while [ \$i -lt $SB_RUNS ]; do i=\$((i + 1));"
+	loop+=" sysbench cpu --cpu-max-prime=10000 --threads=1 --time=$SB_TIME --percentile=95 run; done;"
+	loop+=" echo end >/sync/end; read go </sync/release"
+	jq --arg loop "$loop" --arg cg "/default/$name" --argjson quota "$2" --argjson period "$PERIOD_US" \
+		--arg sync "$SB_SYNC" '
 		.process.terminal = false | .process.args = ["sh", "-c", $loop] |
 		.root.readonly = true | .linux.cgroupsPath = $cg |
+		.mounts += [{destination: "/sync", type: "bind", source: $sync, options: ["rbind", "rw"]}] |
 		.linux.resources.cpu = {quota: $quota, period: $period, shares: 1024, cpus: "0"}' \
 		"$SB_BUNDLE/config.template.json" >"$SB_BUNDLE/config.json"
 	# Detached, so that its cgroup stays until it is read, after the runs.
 	runc run --detach --pid-file "$SB_BUNDLE/pid" --bundle "$SB_BUNDLE" "$name" \
 		</dev/null >"$3" 2>&1 || return 1
 	read -r pid <"$SB_BUNDLE/pid"
-	cg=$CPU_ROOT/default/$name
-	# Written once sysbench runs: a burst is unused quota saved for later,
+	SB_CG=$CPU_ROOT/default/$name
+	# Written before sysbench runs: a burst is unused quota saved for later,
 	# so none is missed in the first milliseconds.
 	if ((sb_burst)); then
-		if [[ $HIER == v2 ]]; then echo "$2" >"$cg/cpu.max.burst"; else echo "$2" >"$cg/cpu.cfs_burst_us"; fi
+		if [[ $HIER == v2 ]]; then echo "$2" >"$SB_CG/cpu.max.burst"; else echo "$2" >"$SB_CG/cpu.cfs_burst_us"; fi
 	fi
+	# (Opening a FIFO waits for the other end: the container is at its read.)
+	exec {fd}>"$SB_SYNC/start"
+	agent_stats j0
+	snapshot s0
+	echo go >&"$fd"
+	exec {fd}>&-
+	# (Read-write: the open does not wait, the read ends in time even if
+	# the container died.)
+	exec {fd}<>"$SB_SYNC/end"
+	read -r -t $((SB_RUNS * SB_TIME * 10 + 60)) -u "$fd" _ || cs_die "sysbench did not end: $(tail -5 "$3")"
+	exec {fd}<&-
+	snapshot s1
+	agent_stats j1
+	echo go >"$SB_SYNC/release"
 	while [[ -e /proc/$pid ]]; do cs_nap 0.5; done
-	cs_cpu_stat "$cg"
-	REPLY=${CS_STAT[usage]} SB_PERIODS=${CS_STAT[nr_periods]},${CS_STAT[nr_throttled]}
+	cs_cpu_stat "$SB_CG"
+	SB_PERIODS=${CS_STAT[nr_periods]},${CS_STAT[nr_throttled]}
+	SB_CG=""
 	runc delete -f "$name" >/dev/null 2>&1
 }
 
 # sysbench_rates FILE: the events/s of each run in sysbench's output, into
-# the array RATES.
+# the array RATES, and each run's 95th percentile of the event latency (ms)
+# into P95S.
 sysbench_rates() {
 	local line
-	RATES=()
+	RATES=() P95S=()
 	while read -r line; do
-		if [[ $line == *"events per second:"* ]]; then RATES+=("${line##* }"); fi
+		case $line in
+		*"events per second:"*) RATES+=("${line##* }") ;;
+		*"95th percentile:"*) P95S+=("${line##* }") ;;
+		esac
 	done <"$1"
 }
 
-# exp2_cell N CMD MODE: one cell of experiment 2.
+# exp2_cell SET N CMD MODE: one cell of experiment 2; SET is the quotas'
+# sum, % of a CPU (100: the reference study's; 80: headroom).
 exp2_cell() {
-	local n=$1 cmd=$2 mode=$3 q=$((PERIOD_US / $1)) i ids=() j0 j1
+	local set=$1 n=$2 cmd=$3 mode=$4 i ids=() j0 j1
+	local q=$((PERIOD_US * set / 100 / n))
 	local -A s0 s1
-	local name=sysbench-$n-$cmd-$mode log=$out/sysbench-$n-$cmd-$mode.log agent=0
+	local cell=$n-$cmd-$mode
+	((set == 100)) || cell=h$set-$cell
+	local name=sysbench-$cell log=$out/sysbench-$cell.log agent=0
 	if ((n > 1)) && is_agent "$mode"; then
 		agent=1
-		agent_start "$mode" "exp2-$n-$cmd-$mode"
+		agent_start "$mode" "exp2-$cell"
 		step "borrowd ready"
 	fi
 	for ((i = 1; i < n; i++)); do ids+=("$(noisy "$mode" "$q" "${EXP2_CMD[$cmd]}")"); done
@@ -551,55 +630,68 @@ exp2_cell() {
 		step "borrowd charges"
 	fi
 	cs_nap "$EXP2_SETTLE"
-	agent_stats j0
-	snapshot s0
 	sysbench_runs "$name" "$q" "$log" || cs_die "sysbench failed: $(tail -5 "$log")"
-	local sb_us=$REPLY sb_periods=$SB_PERIODS
-	agent_stats j1
-	snapshot s1
+	local sb_periods=$SB_PERIODS
 	snapshot_delta s0 s1
 	local delta=$REPLY
-	agent_delta "exp2-$n-$cmd-$mode" "$j0" "$j1"
+	agent_delta "exp2-$cell" "$j0" "$j1"
 	agent=$REPLY
 	agent_stop
 	step "sysbench done"
 	[[ ${#ids[@]} -eq 0 ]] || cs_nerdctl rm -f "${ids[@]}" >/dev/null
 	step "removed"
 	sysbench_rates "$log"
-	[[ ${#RATES[@]} -eq $SB_RUNS ]] || cs_die "sysbench printed ${#RATES[@]} results, expected $SB_RUNS: $log"
-	for i in "${!RATES[@]}"; do echo "$HIER,$n,$cmd,$mode,$((i + 1)),${RATES[i]}" >>"$out/exp2_runs.csv"; done
-	echo "$HIER,$n,$cmd,$mode,$q,$PERIOD_US,$SB_RUNS,$SB_TIME,$sb_us,$delta,$sb_periods,$agent" >>"$out/exp2.csv"
+	[[ ${#RATES[@]} -eq $SB_RUNS && ${#P95S[@]} -eq $SB_RUNS ]] ||
+		cs_die "sysbench printed ${#RATES[@]} results and ${#P95S[@]} percentiles, expected $SB_RUNS: $log"
+	for i in "${!RATES[@]}"; do
+		echo "$HIER,$set,$n,$cmd,$mode,$((i + 1)),${RATES[i]},${P95S[i]}" >>"$out/exp2_runs.csv"
+	done
+	echo "$HIER,$set,$n,$cmd,$mode,$q,$PERIOD_US,$SB_RUNS,$SB_TIME,$delta,$sb_periods,$agent" >>"$out/exp2.csv"
 }
 
-# exp2_grid NS...: the cells of experiment 2 for those N, "n cmd mode" per
-# line. N = 1 has no noisy container: measured once, as cmd1 `off`. For
-# N > 1 each mode's cmd1 baseline comes first, then that mode's cells: the
+# exp2_grid NS...: the cells of experiment 2 for those N, "set n cmd mode"
+# per line, into the array EXP2_PLAN. N = 1 has no noisy container:
+# measured once, as cmd1 `off`. For N > 1 the modes in this boot's order
+# (shuffled), each mode's cmd1 baseline first, then that mode's cells: the
 # baseline is measured as often as the modes, and between the cells, so that
-# drift in a boot shows in the ratios' spread.
+# drift in a boot shows in the ratios' spread. Then the headroom cells
+# (quotas adding up to HEADROOM_PCT % of CPU 0) of EXP2_HEADROOM_NS that are
+# among NS, in a new order per N (no baseline: their measure is sysbench's
+# share against its fair share).
 exp2_grid() {
 	local n cmd mode
+	EXP2_PLAN=()
 	for n in "$@"; do
 		if ((n == 1)); then
-			echo "1 cmd1 off"
+			EXP2_PLAN+=("100 1 cmd1 off")
 			continue
 		fi
-		for mode in "${EXP2_MODES[@]}"; do
-			for cmd in "${EXP2_CMDS[@]}"; do echo "$n $cmd $mode"; done
+		shuffled "${EXP2_MODES[@]}"
+		for mode in "${SHUFFLED[@]}"; do
+			for cmd in "${EXP2_CMDS[@]}"; do EXP2_PLAN+=("100 $n $cmd $mode"); done
+		done
+	done
+	for n in "${EXP2_HEADROOM_NS[@]}"; do
+		[[ " $* " == *" $n "* ]] || continue
+		shuffled "${EXP2_MODES[@]}"
+		for mode in "${SHUFFLED[@]}"; do
+			for cmd in "${EXP2_HEADROOM_CMDS[@]}"; do EXP2_PLAN+=("$HEADROOM_PCT $n $cmd $mode"); done
 		done
 	done
 }
 
-# exp2 NS...: experiment 2 for those N.
+# exp2: experiment 2, the cells of EXP2_PLAN.
 exp2() {
-	local n cmd mode
-	echo "hierarchy,n,cmd,mode,quota_us,period_us,sysbench_runs,sysbench_time_s,sysbench_container_us,$(snapshot_header),sysbench_nr_periods,sysbench_nr_throttled,$AGENT_HEADER" >"$out/exp2.csv"
-	echo "hierarchy,n,cmd,mode,run,events_per_s" >"$out/exp2_runs.csv"
+	local set n cmd mode cell
+	echo "hierarchy,quota_sum_pct,n,cmd,mode,quota_us,period_us,sysbench_runs,sysbench_time_s,$(snapshot_header),sysbench_nr_periods,sysbench_nr_throttled,$AGENT_HEADER" >"$out/exp2.csv"
+	echo "hierarchy,quota_sum_pct,n,cmd,mode,run,events_per_s,p95_ms" >"$out/exp2_runs.csv"
 	sysbench_bundle
-	while read -r n cmd mode; do
-		progress "exp2 N=$n $cmd $mode"
-		exp2_cell "$n" "$cmd" "$mode"
+	for cell in "${EXP2_PLAN[@]}"; do
+		read -r set n cmd mode <<<"$cell"
+		progress "exp2 quotas ${set}% N=$n $cmd $mode"
+		exp2_cell "$set" "$n" "$cmd" "$mode"
 		PLAN_DONE=$((PLAN_DONE + $(exp2_cost "$n" "$mode")))
-	done < <(exp2_grid "$@")
+	done
 }
 
 # --- logging throughput ------------------------------------------------------------
@@ -639,10 +731,12 @@ elif has_part sysbench1; then
 	EXP2_NS_RUN=(1)
 fi
 if [[ ${#EXP2_NS_RUN[@]} -gt 0 ]]; then
-	while read -r n cmd mode; do
+	exp2_grid "${EXP2_NS_RUN[@]}"
+	for cell in "${EXP2_PLAN[@]}"; do
+		read -r _ n _ mode <<<"$cell"
 		plan "$(exp2_cost "$n" "$mode")"
 		EXP2_CELLS=$((EXP2_CELLS + 1))
-	done < <(exp2_grid "${EXP2_NS_RUN[@]}")
+	done
 fi
 if has_part throughput; then
 	plan "$(tp_cost)"
@@ -706,6 +800,8 @@ read -r CONTAINERD_PID <"$CS_STATE/containerd.pid"
 	echo "  \"sysbench_runs\": $SB_RUNS, \"sysbench_time_s\": $SB_TIME,"
 	echo "  \"sysbench_burst\": $( ((sb_burst)) && echo true || echo false),"
 	echo "  \"throughput_windows\": $TP_WINDOWS, \"throughput_window_s\": $TP_WINDOW,"
+	echo "  \"seed\": $seed, \"headroom_pct\": $HEADROOM_PCT,"
+	echo "  \"exp2_headroom_n\": \"${EXP2_HEADROOM_NS[*]}\", \"exp2_headroom_cmds\": \"${EXP2_HEADROOM_CMDS[*]}\","
 	echo "  \"planned_s\": $PLAN_TOTAL,"
 	echo "  \"cells\": {\"exp1\": $EXP1_CELLS, \"exp2\": $EXP2_CELLS, \"throughput\": $TP_CELLS}"
 	echo "}"
@@ -713,6 +809,6 @@ read -r CONTAINERD_PID <"$CS_STATE/containerd.pid"
 progress "started"
 
 has_part exp1 && exp1
-[[ ${#EXP2_NS_RUN[@]} -eq 0 ]] || exp2 "${EXP2_NS_RUN[@]}"
+[[ ${#EXP2_NS_RUN[@]} -eq 0 ]] || exp2
 has_part throughput && throughput
 progress "done"

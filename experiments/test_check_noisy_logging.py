@@ -2,7 +2,7 @@
 """check_noisy_logging.py on a kept run, and on corrupted copies of it; TAP.
 
 Usage: test_check_noisy_logging.py [--run DIR] [--agent-run DIR] [--check FILE]
-                                   [--any-failure]
+                                   [--any-failure] [--v3-only]
 
 The first test: the check passes on the kept run (DIR, default
 experiments/results/full). Then each test copies the run into a temporary
@@ -15,7 +15,12 @@ expected words). The same for the kept run of borrowd's agent modes
 (--agent-run, default experiments/results/agent; skipped where there is
 none) and its own damage: the kernel counting charges in the quota mode,
 borrowd in the wrong mode, charging a token share, the agent cells run with
-the patched nerdctl. --check runs another version of the check (e.g. an
+the patched nerdctl. A run with v3's record (vm.json, A at the
+scheduler's resolution, sysbench's percentiles) gets its damage too: A and
+its tick count apart, a percentile not in sysbench's log, a baseline that
+booted the patched image, a seed not the host's, commits hidden; with
+--v3-only that damage alone (any run of that kind, the quick tier's too).
+--check runs another version of the check (e.g. an
 older one from git); --any-failure counts any failure as caught (for a
 check whose test names differ). No VM, a few seconds.
 """
@@ -322,6 +327,48 @@ def agent_patched_nerdctl(c: Copy) -> None:
     c.edit_json(vm / "meta.json", lambda m: m.update(agent_nerdctl="patched 1.7.7-cfsb"))
 
 
+# --- the damage a run with the record of v3 (vm.json, the scheduler's A,
+# sysbench's percentiles) can show; any run of that kind, whatever its VMs.
+
+
+def first_vm(c: Copy, prefix: str) -> Path:
+    return sorted(v for v in c.run.iterdir() if v.name.startswith(prefix) and (v / "exp1.csv").is_file())[0]
+
+
+def ticks_disagree(c: Copy) -> None:
+    def more(r: Row) -> Row:
+        if r["mode"] == "process":
+            r["logger_ticks_us"] = str(int(r["logger_ticks_us"]) + 60_000)
+        return r
+
+    c.edit_csv(first_vm(c, "patched-") / "exp1.csv", more)
+
+
+def p95_not_logged(c: Copy) -> None:
+    done = []
+
+    def double(r: Row) -> Row:
+        if not done:
+            r["p95_ms"] = f"{2 * float(r['p95_ms']) + 1:.2f}"
+            done.append(r)
+        return r
+
+    c.edit_csv(first_vm(c, "patched-") / "exp2_runs.csv", double)
+
+
+def other_image(c: Copy) -> None:
+    patched = json.loads((first_vm(c, "patched-") / "vm.json").read_text())["image_sha256"]
+    c.edit_json(first_vm(c, "stock-") / "vm.json", lambda v: v.update(image_sha256=patched))
+
+
+def seed_not_given(c: Copy) -> None:
+    c.edit_json(first_vm(c, "patched-") / "meta.json", lambda m: m.update(seed=m["seed"] + 1))
+
+
+def commits_hidden(c: Copy) -> None:
+    c.edit_json(c.run / "run.json", lambda r: r.update(commits=[*r["commits"], "0" * 40]))
+
+
 @dataclass
 class Damage:
     name: str
@@ -380,6 +427,15 @@ DAMAGE = [
 ]
 
 
+V3_DAMAGE = [
+    Damage("A and its tick count 60 ms apart (a thread's time lost)", ticks_disagree, "in ticks"),
+    Damage("a 95th percentile that disagrees with sysbench's log", p95_not_logged, "p95_ms"),
+    Damage("a baseline VM that booted the patched kernel's image", other_image, "other than run.json's"),
+    Damage("a boot whose seed is not the one the host gave", seed_not_given, "not the one the host gave"),
+    Damage("a run resumed across commits that does not say so", commits_hidden, "spans_commits"),
+]
+
+
 AGENT_DAMAGE = [
     Damage(
         "the kernel counting borrowd's quota-mode charges", quota_mode_in_kernel, "with nothing to charge"
@@ -411,10 +467,18 @@ def main() -> int:
     parser.add_argument(
         "--any-failure", action="store_true", help="any failure of the check counts as caught"
     )
+    parser.add_argument(
+        "--v3-only",
+        action="store_true",
+        help="only the damage any run with v3's record can show (e.g. a quick-tier run), on --run",
+    )
     args = parser.parse_args()
     print("TAP version 13")
     failed = n = 0
-    runs = [(args.run, DAMAGE), (args.agent_run, AGENT_DAMAGE)]
+    v3 = any((args.run / "raw").glob("*/*/vm.json"))
+    runs = [(args.run, DAMAGE if not args.v3_only else []), (args.agent_run, AGENT_DAMAGE)]
+    if args.v3_only:
+        runs = runs[:1]
     for run, damage in runs:
         n += 1
         if run == args.agent_run and not (run / "raw").is_dir():
@@ -423,6 +487,8 @@ def main() -> int:
                 n += 1
                 print(f"ok {n} the check fails on {dmg.name} # SKIP no agent run")
             continue
+        if run == args.run:
+            damage = damage + V3_DAMAGE
         rc, bad = run_check(args.check, run)
         ok = rc == 0
         failed += not ok
@@ -431,6 +497,11 @@ def main() -> int:
             print(f"# {line}")
         for dmg in damage:
             n += 1
+            if dmg in V3_DAMAGE and not v3:
+                print(
+                    f"ok {n} the check fails on {dmg.name} # SKIP a run from before vm.json and v3's columns"
+                )
+                continue
             failed += not try_damage(args, run, dmg, n)
         if run == args.run:
             for name, apply in HARMLESS:

@@ -297,6 +297,20 @@ cs_pid_cpu_us() {
 	REPLY=$(((fields[11] + fields[12]) * 10000))
 }
 
+# cs_pid_runtime_us PID: the CPU time of a process's live threads, µs, into
+# REPLY, from the scheduler's nanosecond count (the first field of
+# /proc/PID/task/TID/schedstat): a microsecond's resolution where
+# cs_pid_cpu_us has a tick's. A thread that exited takes its time with it
+# (cs_pid_cpu_us keeps it): compare the two over a window to see one.
+cs_pid_runtime_us() {
+	local f ns sum=0
+	[[ -d /proc/$1/task ]] || return 1
+	for f in /proc/"$1"/task/*/schedstat; do
+		read -r ns _ 2>/dev/null <"$f" && sum=$((sum + ns))
+	done
+	REPLY=$((sum / 1000))
+}
+
 # cs_sample LOGGER_PID CGDIR: "wall logger charged container" in µs, into
 # REPLY.
 cs_sample() {
