@@ -565,6 +565,19 @@ def check_overhead(tap: Tap, summary: dict[str, Any], raw: Path) -> None:
 def check_engines(tap: Tap, d: Path, label: str) -> None:
     r = rows(d / "engines.csv")
     tap.check(f"{label}: every engine measured off and with borrowd", lambda: len(r) >= 2 or f"{len(r)} rows")
+    if (d / "vm.json").is_file():
+        # (A run with vm.json: the engines' guest wrote what it ran.)
+
+        def meta() -> bool | str:
+            if not (d / "engines.json").is_file():
+                return "no engines.json"
+            m = json.loads((d / "engines.json").read_text())
+            ran = {x["engine"] for x in r}
+            return (set(m.get("engines", "").split()) == ran and bool(m.get("kernel"))) or (
+                f"engines.json names {m.get('engines')!r}, engines.csv has {sorted(ran)}"
+            )
+
+        tap.check(f"{label}: the guest recorded what it ran (engines.json: kernel, engines, versions)", meta)
 
     def charged() -> bool | str:
         bad = []

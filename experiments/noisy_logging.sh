@@ -434,7 +434,8 @@ guest() {
 	seed=$((SRANDOM % 1000000000))
 	if [[ $1 == engines ]]; then
 		cmd=("$CFSB_ROOT/tools/tests/engines-in-guest.sh" --seconds "$engine_secs" --modes "$(IFS=,; echo "${engine_modes[*]}")"
-			--csv "$raw/$name/engines.csv" --progress "$raw/$name/progress" "${engine_list[@]}")
+			--csv "$raw/$name/engines.csv" --meta "$raw/$name/engines.json" --progress "$raw/$name/progress"
+			"${engine_list[@]}")
 	else
 		cmd=("$GUEST" --out "$raw/$name" --tier "$tier" --seed "$seed" "$@")
 	fi

@@ -9,8 +9,8 @@
 # events/s against sysbench alone.
 #
 #   engines-in-guest.sh [--seconds N] [--quota-ms MS] [--modes off,borrowd,pace]
-#                       [--evidence-us US] [--tap] [--csv FILE] [--progress FILE]
-#                       ENGINE...
+#                       [--evidence-us US] [--tap] [--csv FILE] [--meta FILE]
+#                       [--progress FILE] ENGINE...
 #
 # The container's group is its init process's (/proc/PID/cgroup: v2's
 # line, v1's cpu controller's), the process from the engine's metadata;
@@ -36,8 +36,10 @@
 #
 # --csv FILE: the rows as CSV too (CPU times in µs, for
 # experiments/noisy_logging.sh's engines part; charging and quota_writes,
-# the writes in the window, last); --progress FILE: planned seconds done
-# and in all, as that script's progress files.
+# the writes in the window, last); --meta FILE: what ran, as JSON (the
+# kernel, the hierarchy, the engines' and borrowd's versions, the quota,
+# the window, the modes); --progress FILE: planned seconds done and in all,
+# as that script's progress files.
 # --tap: the checks for scripts/run-tests.sh instead of the table: borrowd
 # on only, no neighbour; borrowd in kernel mode where the container's group
 # has cpu.cfs.borrowing_us, in quota mode where not (a wrong mode fails, as
@@ -68,7 +70,7 @@
 # daemon cannot be paused for one client).
 set -uo pipefail
 
-secs=10 tap=0 modes_arg="" csv="" progress_file="" quota_ms=50 daemon_args=()
+secs=10 tap=0 modes_arg="" csv="" meta="" progress_file="" quota_ms=50 daemon_args=()
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--modes) modes_arg=$2; shift 2 ;;
@@ -79,6 +81,7 @@ while [[ $# -gt 0 ]]; do
 	--evidence-us) daemon_args=(--evidence-us "$2"); shift 2 ;;
 	--tap) tap=1; shift ;;
 	--csv) csv=$2; shift 2 ;;
+	--meta) meta=$2; shift 2 ;;
 	--progress) progress_file=$2; shift 2 ;;
 	-h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | cut -c3-; exit 0 ;;
 	-*) echo "unknown option $1" >&2; exit 2 ;;
@@ -558,6 +561,15 @@ progress() {
 }
 engines=("$@")
 alone=""
+if [[ -n $meta ]]; then
+	# shellcheck disable=SC2016 # jq's variables
+	jq -n --arg kernel "$(uname -r)" --arg hierarchy "$(cs_hierarchy)" --argjson quota_ms "$quota_ms" \
+		--argjson seconds "$secs" --arg modes "${modes[*]}" --arg engines "${engines[*]}" \
+		--arg podman "$(podman --version 2>/dev/null)" --arg docker "$("$docker" --version 2>/dev/null)" \
+		--arg containerd "$(containerd --version 2>/dev/null)" --arg conmon "$(conmon --version 2>/dev/null | head -1)" \
+		--arg nerdctl "$("$CS_ROOT"/.build/nerdctl-stock/nerdctl --version 2>/dev/null)" \
+		--arg borrowd_sha256 "$(sha256sum <"$tools/borrowd" | cut -c1-64)" '$ARGS.named' >"$meta"
+fi
 progress started
 for engine in "$@"; do
 	"${engine}_start"
