@@ -27,9 +27,9 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
   4. the series patch by patch (scripts/kernel-series.sh build-each
      --if-changed: each patch builds without warnings and, from the KUnit
      patch on, passes KUnit; skipped for a series that passed before); in
-     the patched kernel on cgroup v2: the KUnit suite, test_borrowing,
-     the upstream test_cpu and the permission tests again without
-     nsdelegate; on cgroup v1: the KUnit suite,
+     the patched kernel on cgroup v2: the KUnit suite, test_borrowing and
+     the permission tests again without nsdelegate; on cgroup v1: the
+     KUnit suite,
      test_borrowing, and some of its tests again with a cgroup2 mount
      listed before the cpu hierarchy (hybrid) and in a cpuset without
      CPU 0; on both, the stress test in its short version
@@ -46,11 +46,11 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      escape attempts; with --thorough, every section everywhere and a
      flood of a million lines); on the stock kernel, that logging still
      works;
-  6. the upstream test_cpu on the stock kernel (cgroup v2), and the check
-     that every test passing there passes on the patched kernel (a test that
-     fails on patched only is run up to five more times first: some
-     upstream tests have 1% timing tolerances that emulation misses, on
-     either kernel, in one run out of three or so).
+  6. the upstream test_cpu on the stock and the patched kernel (cgroup v2,
+     on the instruction clock, where its 1% timing tolerances hold under
+     emulation), and the check that every test passing on stock passes on
+     patched (a test that fails on patched only is run up to five more
+     times first).
      The upstream results are listed; the comparison is what counts.
   7. the tools (tools/): built with -Werror; cgborrow's and borrowd's
      argument and config errors on the host; on the host too, the scan for
@@ -396,10 +396,10 @@ if ! "$CFSB_ROOT/scripts/kernel-series.sh" kunit-i386 >"$results/kunit-i386.tap"
 fi
 for cg in v2 v1; do
 	suites=(kunit borrowing stress)
-	# v2: upstream's cpu tests and the permission tests without nsdelegate;
-	# v1: the tests with a cgroup2 mount beside the cpu hierarchy (hybrid)
-	# and in a cpuset without CPU 0.
-	if [[ $cg == v2 ]]; then suites+=(test_cpu no-nsdelegate); else suites+=(hybrid cpuset); fi
+	# v2: the permission tests without nsdelegate (upstream's cpu tests:
+	# step 6, on the instruction clock); v1: the tests with a cgroup2 mount
+	# beside the cpu hierarchy (hybrid) and in a cpuset without CPU 0.
+	if [[ $cg == v2 ]]; then suites+=(no-nsdelegate); else suites+=(hybrid cpuset); fi
 	log "patched kernel, cgroup $cg: ${suites[*]}"
 	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup "$cg" -- \
 		selftests/run-in-guest.sh "$results/patched-$cg" "${suites[@]}" || true
@@ -447,9 +447,16 @@ containers v2-systemd --kernel "$patched_image" --cgroup v2 --init systemd -- \
 containers stock-v2 --kernel "$stock_image" --cgroup v2 -- nerdctl-patch/tests/run-in-guest.sh --stock-kernel
 
 # --- 6. the stock kernel ----------------------------------------------------
-log "stock kernel, cgroup v2: test_cpu"
-"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup v2 -- \
+# On the instruction clock, both kernels: on the wall clock the 1 % and
+# 1 ms tolerances of test_cpucg_max, _nested and _stats miss under
+# emulation in about one run of three on either kernel, more often when
+# the host is busy; on this clock they passed on both. About 3.5 minutes
+# a run.
+log "stock and patched kernel, cgroup v2, instruction clock: test_cpu"
+"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup v2 --icount 0 -- \
 	selftests/run-in-guest.sh "$results/stock-v2" test_cpu || true
+"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v2 --icount 0 -- \
+	selftests/run-in-guest.sh "$results/patched-v2-icount" test_cpu || true
 
 # An upstream test that passed on stock and failed on patched is run again
 # (five times at most) before it counts as a regression: some have 1%
@@ -477,7 +484,8 @@ rerun_upstream() {
 	done
 	(IFS=,; echo "${runs[*]}")
 }
-patched_runs=$(rerun_upstream "$results/stock-v2/test_cpu.tap" "$results/patched-v2" --kernel "$patched_image" --)
+patched_runs=$(rerun_upstream "$results/stock-v2/test_cpu.tap" "$results/patched-v2-icount" \
+	--kernel "$patched_image" --icount 0 --)
 
 # --- 7. the tools --------------------------------------------------------
 # (Built before step 5, with -Werror.)
@@ -597,7 +605,7 @@ fi
 log "all tests ran in $(($(now_s) - t0)) s"
 echo
 python3 "$CFSB_ROOT/scripts/tap_summary.py" \
-	--info "$results/stock-v2/test_cpu.tap" --info "$results/patched-v2/test_cpu.tap" \
+	--info "$results/stock-v2/test_cpu.tap" --info "$results/patched-v2-icount/test_cpu.tap" \
 	--same-or-better "$results/stock-v2/test_cpu.tap" "$patched_runs" \
 	"${target_summary_opts[@]}" \
 	"$results/static.tap" "$results/entry-points.tap" "$results/vm-run.tap" \
