@@ -1608,6 +1608,12 @@ def provenance_lines(runs: list[dict[str, Any]]) -> list[str]:
             f"{r.get('host_cpu', '?')} (hashes of the series, kernels, configurations and binaries: "
             "run.json)."
         )
+    commits = {c for r in runs for c in r.get("commits", [r["commit"]] if "commit" in r else [])}
+    if len(runs) > 1:
+        out.append(
+            f"**{len(runs)} runs are pooled here** (their boots count together where they measured the same "
+            "cells)" + (f", made at {len(commits)} different commits." if len(commits) > 1 else ".")
+        )
     return [*out, ""] if out else []
 
 
