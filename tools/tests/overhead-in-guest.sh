@@ -2,24 +2,28 @@
 # borrowd's own CPU with N containers, in the guest (scripts/vm-run.sh):
 # each "container" is Podman's metadata for an init process in a cgroup of
 # its own with a quota (--quota US per 100 ms, default 50000), and its
-# conmon, so that borrowd finds N workers, scans the metadata every second
-# and looks at each worker every 100 ms, as it would on a node. The
+# conmon, so that borrowd finds N workers and charges them every 100 ms,
+# as it would on a node. The
 # containers sleep, but for the first M (--logging M): their init is a busy
 # loop and their conmon works US of every 50 ms (--work US, default 5000:
 # a logging process), so that borrowd charges them, and in quota mode
-# lowers and restores their quotas.
+# lowers and restores their quotas. With --daemon NAME borrowd also looks
+# for a shared daemon NAME (none runs: the cost of its programs on every
+# read and write).
 #
 #   overhead-in-guest.sh [--seconds S] [--logging M] [--quota US] [--work US]
-#                        [--mode MODE] N...     (default: 10 100 500)
+#                        [--mode MODE] [--daemon NAME] N...  (default: 10 100 500)
 # --mode is borrowd's (auto, kernel or quota). Prints per N borrowd's CPU
-# (ms per s, and per 100 containers), its share of all the CPU time the
-# guest's tasks used (under TCG a busy guest's clock runs while its other
+# (ms per s), its BPF programs' run time (kernel.bpf_stats_enabled, ms per
+# s, and per program the runs a second and ns a run), the two together
+# (per 100 containers too), their share of all the CPU time the guest's
+# tasks used (under TCG a busy guest's clock runs while its other
 # vCPUs are emulated, which inflates every task's CPU time alike: the share
 # compares across runs, the ms/s only between runs as busy), its quota
 # writes per second and the quotas lowered at the end.
 set -uo pipefail
 
-secs=10 logging=0 mode=auto quota=50000 work=5000
+secs=10 logging=0 mode=auto quota=50000 work=5000 daemon=()
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--seconds) secs=$2; shift 2 ;;
@@ -27,7 +31,8 @@ while [[ $# -gt 0 ]]; do
 	--mode) mode=$2; shift 2 ;;
 	--quota) quota=$2; shift 2 ;;
 	--work) work=$2; shift 2 ;;
-	-h | --help) sed -n '2,16p' "$0" | cut -c3-; exit 0 ;;
+	--daemon) daemon=(--daemon "$2"); shift 2 ;;
+	-h | --help) sed -n '2,23p' "$0" | cut -c3-; exit 0 ;;
 	-*) echo "unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -45,10 +50,12 @@ run=$(mktemp -d)
 cg=/sys/fs/cgroup
 [[ -e $cg/cgroup.controllers ]] || cg=/sys/fs/cgroup/cpu
 pids=()
+stats_was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
+	sysctl -qw kernel.bpf_stats_enabled="$stats_was" 2>/dev/null
 	rm -rf "$run"
 }
 trap cleanup EXIT
@@ -56,6 +63,33 @@ trap cleanup EXIT
 
 # stats KEY: a number from borrowd's --stats (0 if it has none).
 stats() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$run/stats.json" "$1"; }
+# bpf_runs FILE: each of borrowd's BPF programs' name, run time (ns) and
+# runs so far, into FILE (as the kernel counts them with bpf_stats_enabled).
+bpf_runs() {
+	bpftool --json prog show | python3 -c '
+import json, sys
+for p in json.load(sys.stdin):
+    if p.get("name", "").startswith("borrowd_"):
+        print(p["name"], p.get("run_time_ns", 0), p.get("run_cnt", 0))' >"$1"
+}
+# bpf_report BEFORE AFTER SECS: the programs' run time in ms/s, on stdout;
+# per program, its runs/s and ns/run on stderr.
+bpf_report() {
+	python3 - "$@" <<'PY'
+import sys
+def load(f):
+    return {n: (int(t), int(c)) for n, t, c in (l.split() for l in open(f))}
+a, b, secs = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3])
+total = 0
+for name, (t, c) in sorted(b.items()):
+    t0, c0 = a.get(name, (0, 0))
+    total += t - t0
+    runs = c - c0
+    print(f"# bpf {name}: {runs / secs:.0f} runs/s, "
+          f"{(t - t0) / max(runs, 1):.0f} ns/run", file=sys.stderr)
+print(f"{total / 1e6 / secs:.3f}")
+PY
+}
 # busy_ns: the CPU time all CPUs spent on anything but idling (ns).
 busy_ns() {
 	local user nice system irq softirq steal
@@ -78,9 +112,13 @@ place_init() {
 
 made=0
 mkfifo "$run/never"
+sysctl -qw kernel.bpf_stats_enabled=1 || echo "# no kernel.bpf_stats_enabled: BPF run time 0"
 echo "# kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup), $(nproc) CPUs; borrowd --mode $mode;" \
-	"quotas $quota us per 100 ms; $logging logging containers (conmon works $work us per 50 ms); over ${secs} s"
-printf '%10s %8s %12s %14s %10s %10s %8s\n' containers logging "CPU (ms/s)" "per 100 (ms/s)" "% of busy" "writes/s" lowered
+	"quotas $quota us per 100 ms; $logging logging containers (conmon works $work us per 50 ms);" \
+	"${daemon[*]:-no daemon}; over ${secs} s"
+fmt='%10s %8s %11s %11s %11s %14s %10s %10s %8s\n'
+# shellcheck disable=SC2059 # the format is ours
+printf "$fmt" containers logging "CPU (ms/s)" "BPF (ms/s)" "sum (ms/s)" "per 100 (ms/s)" "% of busy" writes/s lowered
 for n in "$@"; do
 	# The containers made so far stopped while more are made: busy ones
 	# would slow the set-up down (a node is no busier while it starts
@@ -117,7 +155,7 @@ for n in "$@"; do
 	for ((i = 0; i < made && i < logging; i++)); do
 		[[ -s $(userdata "$i")/pidfile ]] || place_init "$i"
 	done
-	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines podman --mode "$mode" --stats "$run/stats.json" \
+	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines podman --mode "$mode" "${daemon[@]}" --stats "$run/stats.json" \
 		--quota-state "$run/quota" >"$run/borrowd.log" 2>&1 &
 	bpid=$!
 	# Started when it has found every worker.
@@ -127,19 +165,25 @@ for n in "$@"; do
 	done
 	kill -USR1 "$bpid"
 	sleep 0.5
+	bpf_runs "$run/bpf0"
 	w0=$(stats writes) r0=$(process_runtime "$bpid") b0=$(busy_ns)
 	sleep "$secs"
 	r1=$(process_runtime "$bpid") b1=$(busy_ns)
+	bpf_runs "$run/bpf1"
 	kill -USR1 "$bpid"
 	sleep 0.5
 	w1=$(stats writes) lowered=$(stats lowered_groups)
 	kill -TERM "$bpid"
 	wait "$bpid"
 	ms=$(((r1 - r0) / 1000 / secs))
-	printf '%10d %8d %12s %14s %10s %10s %8s\n' "$n" "$((logging < n ? logging : n))" \
-		"$((ms / 1000)).$(printf %03d $((ms % 1000)))" \
-		"$(python3 -c "print(f'{$ms / 1000 * 100 / $n:.3f}')")" \
-		"$(python3 -c "print(f'{100 * ($r1 - $r0) / max($b1 - $b0, 1):.2f}')")" \
+	bpf=$(bpf_report "$run/bpf0" "$run/bpf1" "$secs" 2>"$run/bpf.txt")
+	# shellcheck disable=SC2059 # the format is ours
+	printf "$fmt" "$n" "$((logging < n ? logging : n))" \
+		"$((ms / 1000)).$(printf %03d $((ms % 1000)))" "$bpf" \
+		"$(python3 -c "print(f'{$ms / 1000 + $bpf:.3f}')")" \
+		"$(python3 -c "print(f'{($ms / 1000 + $bpf) * 100 / $n:.3f}')")" \
+		"$(python3 -c "print(f'{100 * (($r1 - $r0) + $bpf * 1e6 * $secs) / max($b1 - $b0, 1):.2f}')")" \
 		"$(python3 -c "print(f'{($w1 - $w0) / $secs:.1f}')")" "$lowered"
+	cat "$run/bpf.txt"
 	grep -q "restored\|cannot" "$run/borrowd.log" && grep "restored\|cannot" "$run/borrowd.log" | sed 's/^/# /' | head -5
 done
