@@ -17,11 +17,9 @@
 package cpucharge
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -80,19 +78,10 @@ func (l *locator) findBundle() {
 	if l.bundle != "" || l.inBundle() || exists(l.path(taskStateDir, l.ns, l.id, "config.json")) {
 		return
 	}
-	f, err := os.Open(l.path("/proc/self/mountinfo"))
-	if err != nil {
-		return
-	}
-	defer f.Close()
 	suffix := "/" + filepath.Base(taskStateDir) + "/" + l.ns + "/" + l.id + "/rootfs"
-	_ = scanMountinfo(f, func(fields []string, _ int) bool {
-		if point := unescapeMountinfo(fields[4]); strings.HasSuffix(point, suffix) {
-			l.bundle = filepath.Dir(point)
-			return true
-		}
-		return false
-	})
+	if point := mountPointWithSuffix(l.path("/proc/self/mountinfo"), suffix); point != "" {
+		l.bundle = filepath.Dir(point)
+	}
 }
 
 // cgroupDir returns the container's cgroup directory (under root), which
@@ -216,120 +205,6 @@ type mount struct {
 	point string // mount point
 	root  string // the hierarchy's directory mounted there
 	v1    bool
-}
-
-// readMountinfo finds the cpu controller's hierarchy in a
-// /proc/<pid>/mountinfo file: a cgroup v1 mount with the cpu controller
-// (on v1 and hybrid systems), else the cgroup v2 mount.
-func readMountinfo(path string) (mount, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return mount{}, err
-	}
-	defer f.Close()
-	return parseMountinfo(f)
-}
-
-// scanMountinfo calls fn with the fields of each well-formed line of a
-// mountinfo file and the index of its "-" separator, until fn returns true.
-func scanMountinfo(r io.Reader, fn func(fields []string, sep int) bool) error {
-	s := bufio.NewScanner(r)
-	for s.Scan() {
-		// ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
-		fields := strings.Fields(s.Text())
-		sep := -1
-		for i := 6; i < len(fields); i++ {
-			if fields[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep >= 0 && len(fields) >= sep+4 && fn(fields, sep) {
-			break
-		}
-	}
-	return s.Err()
-}
-
-func parseMountinfo(r io.Reader) (mount, error) {
-	var v1, v2 *mount
-	err := scanMountinfo(r, func(fields []string, sep int) bool {
-		m := mount{point: unescapeMountinfo(fields[4]), root: unescapeMountinfo(fields[3])}
-		switch fields[sep+1] {
-		case "cgroup":
-			if hasToken(fields[sep+3], "cpu") {
-				m.v1 = true
-				v1 = &m
-				return true
-			}
-		case "cgroup2":
-			if v2 == nil {
-				v2 = &m
-			}
-		}
-		return false
-	})
-	if v1 != nil {
-		return *v1, nil
-	}
-	if err != nil {
-		return mount{}, err
-	}
-	if v2 == nil {
-		return mount{}, errors.New("no cgroup file system with the cpu controller is mounted")
-	}
-	return *v2, nil
-}
-
-// unescapeMountinfo undoes the octal escapes (\040 for a space...) of
-// mountinfo's path fields.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// hasToken reports whether the comma-separated list has tok ("cpu" is not
-// "cpuset" nor "cpuacct").
-func hasToken(list, tok string) bool {
-	for _, t := range strings.Split(list, ",") {
-		if t == tok {
-			return true
-		}
-	}
-	return false
-}
-
-// readProcCgroup returns a process's cgroup from /proc/<pid>/cgroup: the
-// cpu controller's on cgroup v1, the unified one ("0::") on v2.
-func readProcCgroup(path string, v1 bool) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		// ID:CONTROLLERS:PATH (the path may contain colons)
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if (v1 && hasToken(parts[1], "cpu")) || (!v1 && parts[0] == "0" && parts[1] == "") {
-			return parts[2], nil
-		}
-	}
-	return "", fmt.Errorf("%s: no cgroup for the cpu controller", path)
 }
 
 // cgroupPath returns the container's cgroup relative to the mount point,
@@ -548,6 +423,9 @@ func exists(path string) bool {
 
 // readLimit reads a cgroup's quota and period in µs (v2 cpu.max, v1
 // cpu.cfs_quota_us and cpu.cfs_period_us); quota 0 without one.
+// containerd's cgroups package has no reader for them: cgroup2's CPUMax
+// is what its Manager writes, and neither cgroup1's nor cgroup2's Stat
+// reads a limit back.
 func readLimit(dir string) (quota, period uint64, ok bool) {
 	if data, err := os.ReadFile(filepath.Join(dir, "cpu.max")); err == nil {
 		return parseMax(data)
@@ -672,8 +550,7 @@ func (t *cgroupTarget) openDir(fromInit bool) error {
 		}
 		// On cgroup v2 the cpu files are there only when the parent
 		// enables the controller for its children.
-		if c, cerr := os.ReadFile(filepath.Join(t.dir, "cgroup.controllers")); cerr == nil &&
-			!hasToken(strings.ReplaceAll(strings.TrimSpace(string(c)), " ", ","), "cpu") {
+		if listed, ok := cpuControllerListed(t.loc.path(t.mnt.point), t.dir); ok && !listed {
 			return fmt.Errorf("%w (%s)", errNoCPU, t.dir)
 		}
 		return fmt.Errorf("%w: %s does not exist", errNoFile, path)
@@ -756,7 +633,10 @@ func (t *cgroupTarget) pread(f *os.File) ([]byte, bool) {
 // deducted so far (cpu.stat: borrow_deducted_usec on v2,
 // borrow_deducted_time in ns on v1) and the bandwidth limit (read anew each
 // time: nerdctl update can change it). ok is false when no level could be
-// read with a quota.
+// read with a quota. The files are parsed here, not by containerd's cgroups
+// package: its Stat methods open every file anew and keep only their fixed
+// set of cpu.stat keys, not the borrow_* ones of the kernel series, and
+// this runs at every tick on files kept open.
 func (t *cgroupTarget) debt() (ds []debt, ok bool) {
 	for i, l := range t.levels {
 		d := debt{level: i}
