@@ -20,9 +20,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 )
 
 func TestExpandSlice(t *testing.T) {
@@ -42,9 +45,8 @@ func TestExpandSlice(t *testing.T) {
 		"nerdctl.slice.bak": "",
 	} {
 		got, err := expandSlice(in)
-		if (err != nil) != (want == "") || got != want {
-			t.Errorf("expandSlice(%q) = %q, %v; want %q", in, got, err, want)
-		}
+		assert.Check(t, (err != nil) == (want == ""), "expandSlice(%q): err = %v", in, err)
+		assert.Check(t, is.Equal(got, want), "expandSlice(%q)", in)
 	}
 }
 
@@ -73,15 +75,13 @@ func TestParseMountinfo(t *testing.T) {
 		},
 	} {
 		got, err := parseMountinfo(strings.NewReader(tc.in))
-		if err != nil || got != tc.want {
-			t.Errorf("%s: got %+v, %v; want %+v", name, got, err, tc.want)
-		}
+		assert.Check(t, err, name)
+		assert.Check(t, is.Equal(got, tc.want), name)
 	}
 	// cpuset and cpuacct alone are not the cpu controller.
-	if m, err := parseMountinfo(strings.NewReader(strings.SplitAfter(mountinfoV1, "\n")[3] +
-		"36 25 0:31 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n")); err == nil {
-		t.Errorf("found %+v without a cpu controller", m)
-	}
+	m, err := parseMountinfo(strings.NewReader(strings.SplitAfter(mountinfoV1, "\n")[3] +
+		"36 25 0:31 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n"))
+	assert.Check(t, err != nil, "found %+v without a cpu controller", m)
 }
 
 func TestCgroupPath(t *testing.T) {
@@ -126,48 +126,42 @@ func TestCgroupPath(t *testing.T) {
 		}
 		init := func() (string, error) { return tc.init, nil }
 		got, err := cgroupPath(bundle{cgroupsPath: tc.cgroupsPath, systemd: tc.systemd}, id, tc.m, self, init)
-		if (err != nil) != (tc.want == "") || got != tc.want {
-			t.Errorf("%s: got %q, %v; want %q", tc.name, got, err, tc.want)
-		}
+		assert.Check(t, (err != nil) == (tc.want == ""), "%s: err = %v", tc.name, err)
+		assert.Check(t, is.Equal(got, tc.want), tc.name)
 	}
 }
 
 func writeFile(t testing.TB, path, data string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	assert.NilError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	assert.NilError(t, os.WriteFile(path, []byte(data), 0o644))
 }
 
 func TestReadBundle(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := readBundle(dir); !errors.Is(err, errNotYet) {
-		t.Errorf("no config.json: err = %v, want errNotYet", err)
-	}
+	_, err := readBundle(dir)
+	assert.Check(t, is.ErrorIs(err, errNotYet), "no config.json")
 	writeFile(t, filepath.Join(dir, "config.json"), `{"ociVersion":"1.0.2","linux":{"cgroupsPath":"system.slice:nerdctl:abc"}}`)
-	if b, err := readBundle(dir); err != nil || !b.systemd || b.cgroupsPath != "system.slice:nerdctl:abc" {
-		t.Errorf("systemd form, no options.json: %+v, %v", b, err)
-	}
+	b, err := readBundle(dir)
+	assert.Check(t, err, "systemd form, no options.json")
+	assert.Check(t, b.systemd, "systemd form, no options.json: %+v", b)
+	assert.Check(t, is.Equal(b.cgroupsPath, "system.slice:nerdctl:abc"), "systemd form, no options.json")
 	writeFile(t, filepath.Join(dir, "options.json"), `{"binary_name":"runc"}`)
-	if b, err := readBundle(dir); err != nil || b.systemd {
-		t.Errorf("options.json without systemd_cgroup: %+v, %v; want cgroupfs", b, err)
-	}
+	b, err = readBundle(dir)
+	assert.Check(t, err, "options.json without systemd_cgroup")
+	assert.Check(t, !b.systemd, "options.json without systemd_cgroup: %+v; want cgroupfs", b)
 	writeFile(t, filepath.Join(dir, "config.json"), `{"linux":{"cgroupsPath":"/default/abc"}}`)
 	writeFile(t, filepath.Join(dir, "options.json"), `{"systemd_cgroup":true}`)
-	if b, err := readBundle(dir); err != nil || !b.systemd {
-		t.Errorf("systemd_cgroup: %+v, %v", b, err)
-	}
+	b, err = readBundle(dir)
+	assert.Check(t, err, "systemd_cgroup")
+	assert.Check(t, b.systemd, "systemd_cgroup: %+v", b)
 	writeFile(t, filepath.Join(dir, "options.json"), `{"systemdCgroup":true}`)
-	if b, err := readBundle(dir); err != nil || !b.systemd {
-		t.Errorf("systemdCgroup: %+v, %v", b, err)
-	}
+	b, err = readBundle(dir)
+	assert.Check(t, err, "systemdCgroup")
+	assert.Check(t, b.systemd, "systemdCgroup: %+v", b)
 	writeFile(t, filepath.Join(dir, "config.json"), `{"linux":`)
-	if _, err := readBundle(dir); err == nil || errors.Is(err, errNotYet) {
-		t.Errorf("broken config.json: err = %v", err)
-	}
+	_, err = readBundle(dir)
+	assert.Check(t, err != nil && !errors.Is(err, errNotYet), "broken config.json: err = %v", err)
 }
 
 // fakeHost is a fake root with /proc/self and a containerd bundle.
@@ -213,9 +207,9 @@ func TestLocator(t *testing.T) {
 		// The working directory is the bundle: it is used.
 		l := locator{root: h.root, cwd: h.bundle, ns: "default", id: "abc"}
 		got, fromInit, err := l.cgroupDir()
-		if err != nil || fromInit || got != filepath.Join(h.root, tc.want) {
-			t.Errorf("%s: got %q, %v; want %q under the root", tc.name, got, err, tc.want)
-		}
+		assert.Check(t, err, tc.name)
+		assert.Check(t, !fromInit, "%s: from the init process", tc.name)
+		assert.Check(t, is.Equal(got, filepath.Join(h.root, tc.want)), "%s: want %q under the root", tc.name, tc.want)
 	}
 
 	// A working directory that is not the bundle (its base name is not
@@ -224,21 +218,20 @@ func TestLocator(t *testing.T) {
 	other := filepath.Join(h.root, "elsewhere")
 	writeFile(t, filepath.Join(other, "config.json"), `{"linux":{"cgroupsPath":"/wrong"}}`)
 	l := locator{root: h.root, cwd: "/elsewhere", ns: "default", id: "abc"}
-	if got, _, err := l.cgroupDir(); err != nil || got != filepath.Join(h.root, "/sys/fs/cgroup/default/abc") {
-		t.Errorf("fallback bundle: got %q, %v", got, err)
-	}
+	got, _, err := l.cgroupDir()
+	assert.Check(t, err, "fallback bundle")
+	assert.Check(t, is.Equal(got, filepath.Join(h.root, "/sys/fs/cgroup/default/abc")), "fallback bundle")
 	// And a bundle elsewhere (rootless containerd) is found through the
 	// working directory.
 	writeFile(t, filepath.Join(h.root, "/run/user/1000/containerd/ns/abc/config.json"), `{"linux":{"cgroupsPath":"/rootless/abc"}}`)
 	l = locator{root: h.root, cwd: "/run/user/1000/containerd/ns/abc", ns: "ns", id: "abc"}
-	if got, _, err := l.cgroupDir(); err != nil || got != filepath.Join(h.root, "/sys/fs/cgroup/rootless/abc") {
-		t.Errorf("bundle in the working directory: got %q, %v", got, err)
-	}
+	got, _, err = l.cgroupDir()
+	assert.Check(t, err, "bundle in the working directory")
+	assert.Check(t, is.Equal(got, filepath.Join(h.root, "/sys/fs/cgroup/rootless/abc")), "bundle in the working directory")
 	// No bundle yet: wait.
 	l = locator{root: h.root, cwd: "/", ns: "default", id: "nothere"}
-	if _, _, err := l.cgroupDir(); !errors.Is(err, errNotYet) {
-		t.Errorf("no bundle: err = %v, want errNotYet", err)
-	}
+	_, _, err = l.cgroupDir()
+	assert.Check(t, is.ErrorIs(err, errNotYet), "no bundle")
 }
 
 func TestLocatorInitProcess(t *testing.T) {
@@ -255,21 +248,22 @@ func TestLocatorInitProcess(t *testing.T) {
 		writeFile(t, filepath.Join(h.root, "proc/4242/cgroup"), tc.initCgroup)
 		l := locator{root: h.root, cwd: h.bundle, ns: "default", id: "abc"}
 		got, fromInit, err := l.cgroupDir()
-		if err != nil || !fromInit || got != filepath.Join(h.root, tc.want) {
-			t.Errorf("%s: got %q, %v, %v; want %q from the init process", tc.name, got, fromInit, err, tc.want)
-		}
+		assert.Check(t, err, tc.name)
+		assert.Check(t, fromInit, "%s: want the init process's cgroup", tc.name)
+		assert.Check(t, is.Equal(got, filepath.Join(h.root, tc.want)), "%s: want %q from the init process", tc.name, tc.want)
 	}
 	// The init process has gone (or init.pid is garbage): the spec is used.
 	h := newFakeHost(t, mountinfoV2, "0::/\n", "/default/abc")
 	writeFile(t, filepath.Join(h.root, h.bundle, "init.pid"), "4242")
 	l := locator{root: h.root, cwd: h.bundle, ns: "default", id: "abc"}
-	if got, fromInit, err := l.cgroupDir(); err != nil || fromInit || got != filepath.Join(h.root, "/sys/fs/cgroup/default/abc") {
-		t.Errorf("init gone: got %q, %v, %v", got, fromInit, err)
-	}
+	got, fromInit, err := l.cgroupDir()
+	assert.Check(t, err, "init gone")
+	assert.Check(t, !fromInit, "init gone: from the init process")
+	assert.Check(t, is.Equal(got, filepath.Join(h.root, "/sys/fs/cgroup/default/abc")), "init gone")
 	writeFile(t, filepath.Join(h.root, h.bundle, "init.pid"), "-1")
-	if _, fromInit, err := l.cgroupDir(); err != nil || fromInit {
-		t.Errorf("bad init.pid: %v, %v", fromInit, err)
-	}
+	_, fromInit, err = l.cgroupDir()
+	assert.Check(t, err, "bad init.pid")
+	assert.Check(t, !fromInit, "bad init.pid: from the init process")
 }
 
 // A containerd with another state directory (k3s's /run/k3s/containerd),
@@ -280,26 +274,21 @@ func TestLocatorInitProcess(t *testing.T) {
 func TestLocatorFindsTheBundleByItsRootfs(t *testing.T) {
 	const k3s = "/run/k3s/containerd/io.containerd.runtime.v2.task"
 	h := newFakeHost(t, mountinfoV2, "0::/\n", "/default/abc")
-	if err := os.RemoveAll(filepath.Join(h.root, taskStateDir)); err != nil {
-		t.Fatal(err)
-	}
+	assert.NilError(t, os.RemoveAll(filepath.Join(h.root, taskStateDir)))
 	writeFile(t, filepath.Join(h.root, k3s, "default/abc/config.json"), `{"linux":{"cgroupsPath":"/k3s/abc"}}`)
 	writeFile(t, filepath.Join(h.root, "/home/u/abc/config.json"), `{"linux":{"cgroupsPath":"/not/this"}}`)
 	tgt := &cgroupTarget{loc: locator{root: h.root, cwd: "/home/u", ns: "default", id: "abc"}}
 	// Before the shim mounts it (the task is not created yet).
-	if _, err := tgt.locate(); !errors.Is(err, errNotYet) {
-		t.Fatalf("before the rootfs is mounted: err = %v, want errNotYet", err)
-	}
+	_, err := tgt.locate()
+	assert.Assert(t, is.ErrorIs(err, errNotYet), "before the rootfs is mounted")
 	writeFile(t, filepath.Join(h.root, "proc/self/mountinfo"), mountinfoV2+
 		`40 27 0:50 / /home/u/abc/rootfs rw - overlay overlay rw
 41 27 0:51 / `+k3s+`/default/abc/rootfs rw,relatime - overlay overlay rw,lowerdir=/x
 `)
-	if _, err := tgt.locate(); err != nil || tgt.specDir != filepath.Join(h.root, "/sys/fs/cgroup/k3s/abc") {
-		t.Fatalf("with the rootfs mounted: cgroup %q, err %v; want the k3s bundle's", tgt.specDir, err)
-	}
-	if got := tgt.loc.bundleDir(); got != k3s+"/default/abc" {
-		t.Errorf("bundle %q, want %q", got, k3s+"/default/abc")
-	}
+	_, err = tgt.locate()
+	assert.Assert(t, err, "with the rootfs mounted")
+	assert.Assert(t, is.Equal(tgt.specDir, filepath.Join(h.root, "/sys/fs/cgroup/k3s/abc")), "with the rootfs mounted: want the k3s bundle's cgroup")
+	assert.Check(t, is.Equal(tgt.loc.bundleDir(), k3s+"/default/abc"))
 }
 
 // Before the shim reports the init process, the target waits even when the
@@ -312,30 +301,22 @@ func TestCgroupTargetWaitsForInit(t *testing.T) {
 	writeFile(t, filepath.Join(scope, "container", "cpu.max"), "50000 100000\n")
 	tgt := &cgroupTarget{loc: locator{root: h.root, cwd: h.bundle, ns: "default", id: "abc"}}
 	for i := 0; i < 3; i++ {
-		if err := tgt.open(); !errors.Is(err, errNotYet) {
-			t.Fatalf("attempt %d without init.pid: err = %v, want errNotYet", i, err)
-		}
+		assert.Assert(t, is.ErrorIs(tgt.open(), errNotYet), "attempt %d without init.pid", i)
 	}
 	h.startInit(t, "0::/system.slice/nerdctl-abc.scope/container\n")
-	if err := tgt.open(); err != nil || tgt.dir != filepath.Join(scope, "container") {
-		t.Fatalf("with init.pid: dir %q, err %v", tgt.dir, err)
-	}
+	assert.Assert(t, tgt.open(), "with init.pid")
+	assert.Assert(t, is.Equal(tgt.dir, filepath.Join(scope, "container")), "with init.pid")
 	tgt.close()
 
 	// A runtime that never reports its init process: the spec, eventually.
 	tgt = &cgroupTarget{loc: locator{root: h.root, cwd: h.bundle, ns: "default", id: "abc"}}
-	if err := os.Remove(filepath.Join(h.root, h.bundle, "init.pid")); err != nil {
-		t.Fatal(err)
-	}
+	assert.NilError(t, os.Remove(filepath.Join(h.root, h.bundle, "init.pid")))
 	for i := 0; i <= maxSpecWaits; i++ {
-		if err := tgt.open(); !errors.Is(err, errNotYet) {
-			t.Fatalf("attempt %d, no init.pid, the scope without a quota: err = %v, want errNotYet", i, err)
-		}
+		assert.Assert(t, is.ErrorIs(tgt.open(), errNotYet), "attempt %d, no init.pid, the scope without a quota", i)
 	}
 	writeFile(t, filepath.Join(scope, "cpu.max"), "50000 100000\n")
-	if err := tgt.open(); err != nil || tgt.dir != scope {
-		t.Fatalf("no init.pid ever: dir %q, err %v; want the scope, once it has a quota", tgt.dir, err)
-	}
+	assert.Assert(t, tgt.open(), "no init.pid ever")
+	assert.Assert(t, is.Equal(tgt.dir, scope), "no init.pid ever: want the scope, once it has a quota")
 	tgt.close()
 }
 
@@ -347,32 +328,23 @@ func TestCgroupTargetWaitsForTheQuota(t *testing.T) {
 	h := newFakeHost(t, mountinfoV2, "0::/\n", "system.slice:nerdctl:abc")
 	scope := filepath.Join(h.root, "sys/fs/cgroup/system.slice/nerdctl-abc.scope")
 	tgt := &cgroupTarget{loc: locator{root: h.root, cwd: h.bundle, ns: "default", id: "abc"}}
-	if err := tgt.prepare(); err != nil {
-		t.Fatalf("prepare: %v", err)
-	}
+	assert.Assert(t, tgt.prepare(), "prepare")
 	// The scope made, without the cpu controller yet; no init.pid: the
 	// spec's cgroup, once the wait for the init process is over.
 	writeFile(t, filepath.Join(scope, "cgroup.controllers"), "memory pids\n")
 	for i := 0; i <= maxSpecWaits; i++ {
-		if err := tgt.open(); !errors.Is(err, errNotYet) {
-			t.Fatalf("attempt %d, the scope without the cpu controller: err = %v, want errNotYet", i, err)
-		}
+		assert.Assert(t, is.ErrorIs(tgt.open(), errNotYet), "attempt %d, the scope without the cpu controller", i)
 	}
 	// The controller enabled, the quota not applied yet.
 	writeFile(t, filepath.Join(scope, "cgroup.controllers"), "cpu memory pids\n")
 	writeFile(t, filepath.Join(scope, FileName), "")
 	writeFile(t, filepath.Join(scope, "cpu.max"), "max 100000\n")
-	if err := tgt.open(); !errors.Is(err, errNotYet) {
-		t.Fatalf("the scope without its quota: err = %v, want errNotYet", err)
-	}
+	assert.Assert(t, is.ErrorIs(tgt.open(), errNotYet), "the scope without its quota")
 	h.startInit(t, "0::/system.slice/nerdctl-abc.scope\n")
-	if err := tgt.open(); !errors.Is(err, errNotYet) {
-		t.Fatalf("the init process's scope without its quota: err = %v, want errNotYet", err)
-	}
+	assert.Assert(t, is.ErrorIs(tgt.open(), errNotYet), "the init process's scope without its quota")
 	writeFile(t, filepath.Join(scope, "cpu.max"), "50000 100000\n")
-	if err := tgt.open(); err != nil || tgt.dir != scope {
-		t.Fatalf("with the quota: dir %q, err %v", tgt.dir, err)
-	}
+	assert.Assert(t, tgt.open(), "with the quota")
+	assert.Assert(t, is.Equal(tgt.dir, scope), "with the quota")
 	tgt.close()
 
 	// A spec without a quota (one on an ancestor let prepare pass): a
@@ -386,26 +358,18 @@ func TestCgroupTargetWaitsForTheQuota(t *testing.T) {
 	writeFile(t, filepath.Join(cg, "cpu.max"), "max 100000\n")
 	h.startInit(t, "0::/default/abc\n")
 	tgt = &cgroupTarget{loc: locator{root: h.root, cwd: h.bundle, ns: "default", id: "abc"}}
-	if err := tgt.prepare(); err != nil {
-		t.Fatalf("prepare with the parent's quota: %v", err)
-	}
-	if err := tgt.open(); err != nil {
-		t.Fatalf("the parent's quota: err = %v", err)
-	}
+	assert.Assert(t, tgt.prepare(), "prepare with the parent's quota")
+	assert.Assert(t, tgt.open(), "the parent's quota")
 	tgt.close()
 	writeFile(t, filepath.Join(h.root, "sys/fs/cgroup/default/cpu.max"), "max 100000\n")
 	tgt = &cgroupTarget{loc: locator{root: h.root, cwd: h.bundle, ns: "default", id: "abc"}}
-	if err := tgt.open(); !errors.Is(err, errNoQuota) {
-		t.Fatalf("no quota anywhere, none in the spec: err = %v, want errNoQuota", err)
-	}
+	assert.Assert(t, is.ErrorIs(tgt.open(), errNoQuota), "no quota anywhere, none in the spec")
 }
 
 func readCharges(t testing.TB, path string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	assert.NilError(t, err)
 	return string(data)
 }
 
@@ -414,42 +378,28 @@ func TestCgroupTarget(t *testing.T) {
 	cg := filepath.Join(h.root, "sys/fs/cgroup/default/abc")
 	tgt := &cgroupTarget{loc: locator{root: h.root, cwd: h.bundle, ns: "default", id: "abc"}}
 
-	if err := tgt.open(); !errors.Is(err, errNotYet) {
-		t.Fatalf("before runc create: err = %v, want errNotYet", err)
-	}
+	assert.Assert(t, is.ErrorIs(tgt.open(), errNotYet), "before runc create")
 	// A cgroup without the cpu controller.
 	writeFile(t, filepath.Join(cg, "cgroup.controllers"), "memory pids\n")
 	h.startInit(t, "0::/default/abc\n")
-	if err := tgt.open(); !errors.Is(err, errNoCPU) {
-		t.Fatalf("no cpu controller: err = %v, want errNoCPU", err)
-	}
+	assert.Assert(t, is.ErrorIs(tgt.open(), errNoCPU), "no cpu controller")
 	// A stock kernel: the cpu controller without the file.
 	writeFile(t, filepath.Join(cg, "cgroup.controllers"), "cpuset cpu io memory pids\n")
-	if err := tgt.open(); !errors.Is(err, errNoFile) || !strings.Contains(err.Error(), FileName) {
-		t.Fatalf("stock kernel: err = %v, want errNoFile", err)
-	}
+	err := tgt.open()
+	assert.Assert(t, is.ErrorIs(err, errNoFile), "stock kernel")
+	assert.Assert(t, is.ErrorContains(err, FileName), "stock kernel")
 	writeFile(t, filepath.Join(cg, FileName), "")
 	writeFile(t, filepath.Join(cg, "cpu.max"), "50000 100000\n")
-	if err := tgt.open(); err != nil {
-		t.Fatal(err)
-	}
+	assert.NilError(t, tgt.open())
 	for _, us := range []uint64{5, 1234567} {
-		if err := tgt.charge(us); err != nil {
-			t.Fatal(err)
-		}
+		assert.NilError(t, tgt.charge(us))
 	}
-	if got := readCharges(t, filepath.Join(cg, FileName)); got != "5\n1234567\n" {
-		t.Errorf("written %q", got)
-	}
+	assert.Check(t, is.Equal(readCharges(t, filepath.Join(cg, FileName)), "5\n1234567\n"), "written")
 	// The cgroup is removed: the kernel fails the writes (ENODEV), which
 	// a closed file stands in for here.
 	tgt.f.Close()
-	if err := os.RemoveAll(cg); err != nil {
-		t.Fatal(err)
-	}
-	if err := tgt.charge(1); !errors.Is(err, errCgroupGone) {
-		t.Errorf("removed cgroup: err = %v, want errCgroupGone", err)
-	}
+	assert.NilError(t, os.RemoveAll(cg))
+	assert.Check(t, is.ErrorIs(tgt.charge(1), errCgroupGone), "removed cgroup")
 	tgt.f = nil
 	tgt.close()
 }
@@ -458,6 +408,9 @@ const (
 	v2Stat = "usage_usec 10\nnr_borrow_periods 3\nborrowed_usec 6000\nborrow_deducted_usec 4500\nborrow_dropped_usec 0\n"
 	v1Stat = "nr_periods 5\nnr_borrow_periods 3\nborrowed_time 6000000\nborrow_deducted_time 4500000\n"
 )
+
+// sameDebts compares debts, whose fields are the package's own.
+var sameDebts = gocmp.AllowUnexported(debt{})
 
 // A quota set on an ancestor after the logger started (nerdctl update of a
 // pod, a --cgroup-parent limited later) paces the logger too.
@@ -473,18 +426,15 @@ func TestCgroupTargetSeesALaterParentQuota(t *testing.T) {
 	writeFile(t, filepath.Join(parent, "cpu.max"), "max 100000\n")
 	writeFile(t, filepath.Join(parent, "cpu.stat"), "borrowed_usec 31000\nborrow_deducted_usec 700\n")
 	tgt := &cgroupTarget{loc: locator{root: h.root, cwd: h.bundle, ns: "default", id: "abc"}}
-	if err := tgt.open(); err != nil {
-		t.Fatal(err)
-	}
+	assert.NilError(t, tgt.open())
 	defer tgt.close()
-	if ds, _ := tgt.debt(); len(ds) != 1 {
-		t.Fatalf("the parent without a quota: debt() = %+v, want the container's alone", ds)
-	}
+	ds, _ := tgt.debt()
+	assert.Assert(t, is.Len(ds, 1), "the parent without a quota: debt() = %+v, want the container's alone", ds)
 	writeFile(t, filepath.Join(parent, "cpu.max"), "20000 50000\n")
 	want := []debt{{0, 1234, 4500, 6000, 50000, 100000}, {1, 30000, 700, 31000, 20000, 50000}}
-	if ds, ok := tgt.debt(); !ok || !reflect.DeepEqual(ds, want) {
-		t.Errorf("the parent's quota set later: debt() = %+v, want %+v", ds, want)
-	}
+	ds, ok := tgt.debt()
+	assert.Check(t, ok, "the parent's quota set later")
+	assert.Check(t, is.DeepEqual(ds, want, sameDebts), "the parent's quota set later")
 }
 
 // TestCgroupTargetDebt: the debt is read for the container's cgroup and
@@ -527,16 +477,13 @@ func TestCgroupTargetDebt(t *testing.T) {
 			writeFile(t, filepath.Join(filepath.Dir(cg), name), content)
 		}
 		tgt := &cgroupTarget{loc: locator{root: h.root, cwd: h.bundle, ns: "default", id: "abc"}}
-		if err := tgt.open(); !errors.Is(err, tc.openErr) || (err != nil && tc.openErr == nil) {
-			t.Errorf("%s: open: %v, want %v", tc.name, err, tc.openErr)
-			continue
-		} else if err != nil {
+		// errors.Is(err, nil) holds for a nil err only.
+		if err := tgt.open(); !assert.Check(t, is.ErrorIs(err, tc.openErr), "%s: open", tc.name) || err != nil {
 			continue
 		}
 		ds, ok := tgt.debt()
-		if ok != (tc.want != nil) || !reflect.DeepEqual(ds, tc.want) {
-			t.Errorf("%s: debt() = %+v, %v; want %+v", tc.name, ds, ok, tc.want)
-		}
+		assert.Check(t, is.Equal(ok, tc.want != nil), "%s: debt() = %+v", tc.name, ds)
+		assert.Check(t, is.DeepEqual(ds, tc.want, sameDebts), tc.name)
 		tgt.close()
 	}
 }

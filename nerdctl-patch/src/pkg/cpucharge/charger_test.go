@@ -19,13 +19,14 @@ package cpucharge
 import (
 	"fmt"
 	"io/fs"
-	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 )
 
 // fakeCPU is a CPU clock that the test advances.
@@ -140,25 +141,39 @@ func (f *fakeClock) NewTimer(d time.Duration) timer {
 func (t *fakeTimer) C() <-chan time.Time { return t.c }
 func (t *fakeTimer) Stop() bool          { return true }
 
-// next waits for the charger's next timer.
-func (f *fakeClock) next(t *testing.T) *fakeTimer {
-	t.Helper()
+// timerWithin returns the charger's next timer, or nil if it asks for
+// none within d.
+func (f *fakeClock) timerWithin(d time.Duration) *fakeTimer {
 	select {
 	case tm := <-f.timers:
 		return tm
-	case <-time.After(5 * time.Second):
-		t.Fatal("the charger asked for no timer")
+	case <-time.After(d):
 		return nil
 	}
+}
+
+// next waits for the charger's next timer.
+func (f *fakeClock) next(t *testing.T) *fakeTimer {
+	t.Helper()
+	tm := f.timerWithin(5 * time.Second)
+	assert.Assert(t, tm != nil, "the charger asked for no timer")
+	return tm
 }
 
 // expectNoTimer checks that the charger stopped asking for wakeups.
 func (f *fakeClock) expectNoTimer(t *testing.T) {
 	t.Helper()
+	tm := f.timerWithin(50 * time.Millisecond)
+	assert.Assert(t, tm == nil, "the charger still wakes up (timer of %v)", tm)
+}
+
+// closedWithin reports whether ch is closed within d.
+func closedWithin(ch <-chan struct{}, d time.Duration) bool {
 	select {
-	case tm := <-f.timers:
-		t.Fatalf("the charger still wakes up (timer of %v)", tm.d)
-	case <-time.After(50 * time.Millisecond):
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 
@@ -199,9 +214,7 @@ func cadence(t *testing.T, used ...time.Duration) []time.Duration {
 	var got []time.Duration
 	for _, u := range used {
 		cpu.add(u)
-		if !c.tick(false) {
-			t.Fatal("charging stopped")
-		}
+		assert.Assert(t, c.tick(false), "charging stopped")
 		got = append(got, c.interval)
 	}
 	return got
@@ -218,9 +231,7 @@ func TestCadence(t *testing.T) {
 		idleThreshold,   // activity: back to 10 ms at once
 	)
 	want := []time.Duration{20 * ms, 10 * ms, 10 * ms, 20 * ms, 40 * ms, 80 * ms, 100 * ms, 100 * ms, 100 * ms, 10 * ms}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("intervals = %v, want %v", got, want)
-	}
+	assert.Check(t, is.DeepEqual(got, want), "intervals")
 }
 
 // TestCadenceSelfCost: in process mode every wakeup of the charger costs
@@ -235,9 +246,7 @@ func TestCadenceSelfCost(t *testing.T) {
 		wake, // idle again
 	)
 	want := []time.Duration{20 * ms, 40 * ms, 80 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 10 * ms, 10 * ms, 20 * ms}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("intervals = %v, want %v", got, want)
-	}
+	assert.Check(t, is.DeepEqual(got, want), "intervals")
 }
 
 // TestLoop runs the charging goroutine on the fake clock: it asks for the
@@ -256,22 +265,14 @@ func TestLoop(t *testing.T) {
 	tm := clk.next(t)
 	intervals = append(intervals, tm.d)
 	want := []time.Duration{10 * ms, 20 * ms, 10 * ms, 10 * ms, 20 * ms, 40 * ms, 80 * ms, 100 * ms, 100 * ms, 10 * ms}
-	if !reflect.DeepEqual(intervals, want) {
-		t.Errorf("intervals = %v, want %v", intervals, want)
-	}
-	if got := tgt.total(); got != 11000 {
-		t.Errorf("charged %d µs before Stop, want 11000", got)
-	}
+	assert.Check(t, is.DeepEqual(intervals, want), "intervals")
+	assert.Check(t, is.Equal(tgt.total(), uint64(11000)), "charged µs before Stop")
 	// Used since the last tick, with a sub-µs part: the final flush
 	// charges the whole microseconds.
 	cpu.add(2*ms + 700)
 	c.Stop()
-	if got := tgt.total(); got != 13000 {
-		t.Errorf("charged %d µs after Stop, want 13000", got)
-	}
-	if !tgt.closed {
-		t.Error("the target was not closed")
-	}
+	assert.Check(t, is.Equal(tgt.total(), uint64(13000)), "charged µs after Stop")
+	assert.Check(t, tgt.closed, "the target was not closed")
 	c.Stop() // twice is fine
 }
 
@@ -282,14 +283,11 @@ func TestRemainderCarried(t *testing.T) {
 		cpu.add(1500 * time.Nanosecond)
 		c.tick(false)
 	}
-	if want := []uint64{1, 2, 1, 2}; !reflect.DeepEqual(tgt.charges, want) {
-		t.Errorf("charges = %v, want %v", tgt.charges, want)
-	}
+	assert.Check(t, is.DeepEqual(tgt.charges, []uint64{1, 2, 1, 2}), "charges")
 	cpu.add(999 * time.Nanosecond)
 	c.tick(true)
-	if got := tgt.total(); got != 6 || c.pending != 999*time.Nanosecond {
-		t.Errorf("charged %d µs, pending %v; want 6 µs and 999ns", got, c.pending)
-	}
+	assert.Check(t, is.Equal(tgt.total(), uint64(6)), "charged µs")
+	assert.Check(t, is.Equal(c.pending, 999*time.Nanosecond), "pending")
 }
 
 func TestClockGoingBackIsIgnored(t *testing.T) {
@@ -301,9 +299,7 @@ func TestClockGoingBackIsIgnored(t *testing.T) {
 	c.tick(false)
 	cpu.add(3 * ms)
 	c.tick(false)
-	if got := tgt.total(); got != 6000 {
-		t.Errorf("charged %d µs, want 6000 (each µs once)", got)
-	}
+	assert.Check(t, is.Equal(tgt.total(), uint64(6000)), "charged µs: each once")
 }
 
 func TestWaitsForTheCgroup(t *testing.T) {
@@ -312,21 +308,14 @@ func TestWaitsForTheCgroup(t *testing.T) {
 	c, cpu, _, w := newTestCharger(tgt)
 	for i := 0; i < 3; i++ {
 		cpu.add(4 * ms)
-		if !c.tick(false) {
-			t.Fatal("gave up before the timeout")
-		}
+		assert.Assert(t, c.tick(false), "gave up before the timeout")
 	}
-	if len(tgt.charges) != 0 {
-		t.Fatalf("charged %v before the cgroup existed", tgt.charges)
-	}
+	assert.Assert(t, is.Len(tgt.charges, 0), "charged before the cgroup existed")
 	cpu.add(1 * ms)
 	c.tick(false)
-	if want := []uint64{13000}; !reflect.DeepEqual(tgt.charges, want) || w.count() != 0 {
-		t.Errorf("charges = %v (want %v), warnings %v", tgt.charges, want, w.msgs)
-	}
-	if tgt.opens != 4 {
-		t.Errorf("opened %d times, want 4", tgt.opens)
-	}
+	assert.Check(t, is.DeepEqual(tgt.charges, []uint64{13000}), "charges")
+	assert.Check(t, is.Equal(w.count(), 0), "warnings %v", w.msgs)
+	assert.Check(t, is.Equal(tgt.opens, 4), "opens")
 }
 
 // The cgroup is looked for every 10 ms at first (the runtime makes it
@@ -337,13 +326,11 @@ func TestWaitsForTheCgroupLessOften(t *testing.T) {
 	notYet := fmt.Errorf("%w (/x)", errNotYet)
 	tgt := &fakeTarget{openErrs: []error{notYet, notYet}}
 	c, _, clk, _ := newTestCharger(tgt)
-	if !c.tick(false) || c.interval != minInterval {
-		t.Fatalf("at first: interval %v, want %v", c.interval, minInterval)
-	}
+	assert.Assert(t, c.tick(false), "at first: charging stopped")
+	assert.Assert(t, is.Equal(c.interval, minInterval), "at first")
 	clk.advance(fastResolve)
-	if !c.tick(false) || c.interval != maxInterval {
-		t.Errorf("after %v: interval %v, want %v", fastResolve, c.interval, maxInterval)
-	}
+	assert.Check(t, c.tick(false), "after %v: charging stopped", fastResolve)
+	assert.Check(t, is.Equal(c.interval, maxInterval), "after %v", fastResolve)
 }
 
 func TestGivesUpWaiting(t *testing.T) {
@@ -351,16 +338,11 @@ func TestGivesUpWaiting(t *testing.T) {
 	tgt := &fakeTarget{openErrs: []error{notYet, notYet, notYet}}
 	c, cpu, clk, w := newTestCharger(tgt)
 	cpu.add(ms)
-	if !c.tick(false) {
-		t.Fatal("gave up at once")
-	}
+	assert.Assert(t, c.tick(false), "gave up at once")
 	clk.advance(resolveTimeout)
-	if c.tick(false) {
-		t.Fatal("still waiting after the timeout")
-	}
-	if w.count() != 1 || len(tgt.charges) != 0 {
-		t.Errorf("warnings %v, charges %v; want one warning, no charge", w.msgs, tgt.charges)
-	}
+	assert.Assert(t, !c.tick(false), "still waiting after the timeout")
+	assert.Check(t, is.Equal(w.count(), 1), "warnings %v; want one", w.msgs)
+	assert.Check(t, is.Len(tgt.charges, 0), "charges")
 }
 
 // TestStopsOnce: the cases where charging stops for good, after exactly
@@ -389,7 +371,7 @@ func TestStopsOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c, cpu, clk, w := newTestCharger(tgt)
 			c.run()
-			ticks := 0
+			ticks, ended := 0, false
 		loop:
 			for {
 				select {
@@ -398,26 +380,27 @@ func TestStopsOnce(t *testing.T) {
 					tm.c <- clk.Now()
 					ticks++
 				case <-c.done: // the goroutine ended by itself
+					ended = true
 					break loop
 				case <-time.After(5 * time.Second):
-					t.Fatalf("still charging after %d ticks; warnings %q", ticks, w.msgs)
+					break loop
 				}
 			}
+			assert.Assert(t, ended, "still charging after %d ticks; warnings %q", ticks, w.msgs)
 			clk.expectNoTimer(t)
 			cpu.add(ms)
 			c.Stop() // no final flush once stopped
-			if debug && (w.count() != 0 || len(w.debug) != 1) {
-				t.Errorf("warnings %q, debug messages %q: want one debug message", w.msgs, w.debug)
+			if debug {
+				assert.Check(t, is.Equal(w.count(), 0), "warnings %q: want one debug message", w.msgs)
+				assert.Check(t, is.Len(w.debug, 1), "debug messages: want one")
+			} else {
+				assert.Check(t, is.Equal(w.count(), 1), "warnings %q: want one", w.msgs)
+				assert.Check(t, is.Len(w.debug, 0), "debug messages: want none")
 			}
-			if !debug && (w.count() != 1 || len(w.debug) != 0) {
-				t.Errorf("warnings %q, debug messages %q: want one warning", w.msgs, w.debug)
+			if name == "cgroup removed" {
+				assert.Check(t, is.DeepEqual(tgt.charges, []uint64{1000}), "charges: want the one before the removal")
 			}
-			if name == "cgroup removed" && !reflect.DeepEqual(tgt.charges, []uint64{1000}) {
-				t.Errorf("charges = %v, want the one before the removal", tgt.charges)
-			}
-			if !tgt.closed {
-				t.Error("the target was not closed")
-			}
+			assert.Check(t, tgt.closed, "the target was not closed")
 		})
 	}
 }
@@ -429,26 +412,18 @@ func TestWriteErrors(t *testing.T) {
 	c, cpu, _, w := newTestCharger(tgt)
 	for i := 0; i < 7; i++ {
 		cpu.add(ms)
-		if !c.tick(false) {
-			t.Fatalf("charging stopped at tick %d", i)
-		}
+		assert.Assert(t, c.tick(false), "charging stopped at tick %d", i)
 	}
-	if want := []uint64{1000, 1000}; !reflect.DeepEqual(tgt.charges, want) {
-		t.Errorf("charges = %v, want %v (failed amounts are dropped, not retried)", tgt.charges, want)
-	}
-	if w.count() != 3 {
-		t.Errorf("warnings = %q, want one each for EINVAL, ERANGE, EIO", w.msgs)
-	}
-	if c.dropped != 5000 || c.charged != 2000 || c.pending != 0 {
-		t.Errorf("dropped %d, charged %d, pending %v", c.dropped, c.charged, c.pending)
-	}
+	assert.Check(t, is.DeepEqual(tgt.charges, []uint64{1000, 1000}), "charges: failed amounts are dropped, not retried")
+	assert.Check(t, is.Equal(w.count(), 3), "warnings %q: want one each for EINVAL, ERANGE, EIO", w.msgs)
+	assert.Check(t, is.Equal(c.dropped, uint64(5000)), "dropped")
+	assert.Check(t, is.Equal(c.charged, uint64(2000)), "charged")
+	assert.Check(t, is.Equal(c.pending, time.Duration(0)), "pending")
 }
 
 func TestOffAndNil(t *testing.T) {
 	c := Start(Options{Mode: ModeOff, ContainerID: "x"})
-	if c.stop != nil || c.threads != nil {
-		t.Error("mode off started something")
-	}
+	assert.Check(t, c.stop == nil && c.threads == nil, "mode off started something")
 	c.TrackThread()()
 	c.Stop()
 	var n *Charger
@@ -491,45 +466,28 @@ func TestPacing(t *testing.T) {
 		owed -= paid
 		clk.advance(10 * ms)
 		tgt.setDebt(owed, paid)
-		if !c.tick(false) {
-			t.Fatal("charging stopped")
-		}
+		assert.Assert(t, c.tick(false), "charging stopped")
 	}
 
 	// Up to one period's quota owed: the logger goes on.
 	for i := 0; i < 5; i++ {
 		step(0)
 	}
-	if owed != 50000 || !paceReturns(c, time.Second) {
-		t.Fatalf("paused with a debt of %d, one quota", owed)
-	}
+	assert.Assert(t, is.Equal(owed, uint64(50000)), "the debt: one quota")
+	assert.Assert(t, paceReturns(c, time.Second), "paused with a debt of %d, one quota", owed)
 	// More: it waits, and the charger polls at the fast cadence.
 	step(0)
-	if notPaused(c) {
-		t.Fatal("not paused with a debt above one quota")
-	}
-	if c.interval != c.busyInterval() {
-		t.Errorf("interval %v while paused, want the busy cadence %v", c.interval, c.busyInterval())
-	}
+	assert.Assert(t, !notPaused(c), "not paused with a debt above one quota")
+	assert.Check(t, is.Equal(c.interval, c.busyInterval()), "interval while paused: want the busy cadence")
 	waiter := make(chan struct{})
 	go func() { c.Pace(); close(waiter) }()
 	// A period pays part of it: still waiting.
 	step(5000)
-	select {
-	case <-waiter:
-		t.Fatal("released before the debt is down to one quota")
-	case <-time.After(50 * ms):
-	}
-	if !c.paused.Load() {
-		t.Fatal("released before the debt is down to one quota")
-	}
+	assert.Assert(t, !closedWithin(waiter, 50*ms), "released before the debt is down to one quota")
+	assert.Assert(t, c.paused.Load(), "released before the debt is down to one quota")
 	// Paid down: everyone waiting is released.
 	step(50000)
-	select {
-	case <-waiter:
-	case <-time.After(time.Second):
-		t.Fatal("still waiting once the debt is paid")
-	}
+	assert.Assert(t, closedWithin(waiter, time.Second), "still waiting once the debt is paid")
 
 	// A debt that nobody pays (the container's tasks have exited): the
 	// wait ends after the stall time, three periods here.
@@ -539,30 +497,20 @@ func TestPacing(t *testing.T) {
 	for i := 0; i < 25; i++ { // 250 ms
 		step(0)
 	}
-	if notPaused(c) {
-		t.Fatal("released before the stall time")
-	}
+	assert.Assert(t, !notPaused(c), "released before the stall time")
 	for i := 0; i < 10; i++ {
 		step(0)
 	}
-	if !paceReturns(c, time.Second) {
-		t.Fatal("still paused by a debt that has not moved for 350 ms")
-	}
+	assert.Assert(t, paceReturns(c, time.Second), "still paused by a debt that has not moved for 350 ms")
 	// The logger works again and charges; nobody pays: no new pause.
 	for i := 0; i < 5; i++ {
 		step(0)
-		if !paceReturns(c, time.Second) {
-			t.Fatal("paused again by a debt that is not being paid")
-		}
+		assert.Assert(t, paceReturns(c, time.Second), "paused again by a debt that is not being paid")
 	}
 	// Payments resume: so does pacing.
 	step(5000)
-	if notPaused(c) {
-		t.Fatal("not paused once payments resumed")
-	}
-	if c.pauses != 3 {
-		t.Errorf("%d pauses, want 3", c.pauses)
-	}
+	assert.Assert(t, !notPaused(c), "not paused once payments resumed")
+	assert.Check(t, is.Equal(c.pauses, uint64(3)), "pauses")
 }
 
 func TestNoPacing(t *testing.T) {
@@ -577,9 +525,7 @@ func TestNoPacing(t *testing.T) {
 		c.pace = tc.pace
 		cpu.add(10 * ms)
 		c.tick(false)
-		if !paceReturns(c, time.Second) {
-			t.Errorf("%s: paused", name)
-		}
+		assert.Check(t, paceReturns(c, time.Second), "%s: paused", name)
 	}
 	var nilCharger *Charger
 	nilCharger.Pace()
@@ -593,17 +539,11 @@ func TestStopReleasesPace(t *testing.T) {
 	cpu.add(10 * ms)
 	clk.next(t).c <- time.Time{}
 	tm := clk.next(t) // the charger is waiting again
-	if notPaused(c) {
-		t.Fatal("not paused")
-	}
+	assert.Assert(t, !notPaused(c), "not paused")
 	waiter := make(chan struct{})
 	go func() { c.Pace(); close(waiter) }()
 	c.Stop()
-	select {
-	case <-waiter:
-	case <-time.After(time.Second):
-		t.Fatal("Stop left the copying goroutines waiting")
-	}
+	assert.Assert(t, closedWithin(waiter, time.Second), "Stop left the copying goroutines waiting")
 	_ = tm
 }
 
@@ -621,15 +561,11 @@ func TestBusyInterval(t *testing.T) {
 		20 * ms:                maxInterval,
 	} {
 		c := &Charger{selfCost: cost}
-		if got := c.busyInterval(); got != want {
-			t.Errorf("wakeup cost %v: busy interval %v, want %v", cost, got, want)
-		}
+		assert.Check(t, is.Equal(c.busyInterval(), want), "wakeup cost %v: busy interval", cost)
 	}
 	// Thread mode: no pacing, the longest interval.
 	c := &Charger{threads: nopTracker{}}
-	if got := c.busyInterval(); got != maxInterval {
-		t.Errorf("thread mode: busy interval %v, want %v", got, maxInterval)
-	}
+	assert.Check(t, is.Equal(c.busyInterval(), maxInterval), "thread mode: busy interval")
 }
 
 // waitQueueReturns reports whether WaitQueue returns within d with
@@ -652,57 +588,36 @@ func waitQueueReturns(c *Charger, queued int, d time.Duration) bool {
 // taken some.
 func TestWaitQueue(t *testing.T) {
 	var off *Charger
-	if !waitQueueReturns(off, 9999, time.Second) || !waitQueueReturns(&Charger{}, 9999, time.Second) {
-		t.Fatal("a charger that paces nothing bounds the queue")
-	}
+	assert.Assert(t, waitQueueReturns(off, 9999, time.Second), "a charger that paces nothing bounds the queue")
+	assert.Assert(t, waitQueueReturns(&Charger{}, 9999, time.Second), "a charger that paces nothing bounds the queue")
 	tgt := &fakeTarget{d: debt{quota: 50000, period: 100000, outstanding: 20000}}
 	c, cpu, _, _ := newTestCharger(tgt)
 	c.pace = true
-	if waitQueueReturns(c, pacedQueueLen, 50*ms) {
-		t.Fatal("process mode, before the debt is read: the queue is not bounded")
-	}
+	assert.Assert(t, !waitQueueReturns(c, pacedQueueLen, 50*ms), "process mode, before the debt is read: the queue is not bounded")
 	cpu.add(ms)
 	c.tick(false)
-	if !waitQueueReturns(c, 9999, time.Second) {
-		t.Fatal("owing 40 % of what paces: the queue is bounded")
-	}
+	assert.Assert(t, waitQueueReturns(c, 9999, time.Second), "owing 40 % of what paces: the queue is bounded")
 	tgt.setDebt(30000, 0) // 60 %: close to pacing
 	cpu.add(ms)
 	c.tick(false)
-	if !notPaused(c) {
-		t.Fatal("paused below the pace")
-	}
+	assert.Assert(t, notPaused(c), "paused below the pace")
 	var queued atomic.Int64
 	queued.Store(pacedQueueLen)
 	done := make(chan struct{})
 	go func() { c.WaitQueue(func() int { return int(queued.Load()) }); close(done) }()
-	select {
-	case <-done:
-		t.Fatalf("close to pacing: a reader with %d lines queued goes on", pacedQueueLen)
-	case <-time.After(50 * time.Millisecond):
-	}
+	assert.Assert(t, !closedWithin(done, 50*time.Millisecond), "close to pacing: a reader with %d lines queued goes on", pacedQueueLen)
 	queued.Store(pacedQueueLen - 1) // the driver took a line
-	select {
-	case <-done:
-	case <-time.After(time.Second):
-		t.Fatal("the reader waits on with room in its queue")
-	}
+	assert.Assert(t, closedWithin(done, time.Second), "the reader waits on with room in its queue")
 	tgt.setDebt(10000, 20000) // paid down: the bound stays
 	cpu.add(ms)
 	c.tick(false)
-	if waitQueueReturns(c, pacedQueueLen, 50*ms) {
-		t.Fatal("the debt paid down after coming close to pacing: the queue is not bounded")
-	}
+	assert.Assert(t, !waitQueueReturns(c, pacedQueueLen, 50*ms), "the debt paid down after coming close to pacing: the queue is not bounded")
 	// StopPacing (SIGTERM): the stock queue again, for good.
 	c.StopPacing()
-	if !waitQueueReturns(c, 9999, time.Second) {
-		t.Fatal("the queue is bounded after StopPacing")
-	}
+	assert.Assert(t, waitQueueReturns(c, 9999, time.Second), "the queue is bounded after StopPacing")
 	cpu.add(ms)
 	c.tick(false)
-	if !waitQueueReturns(c, 9999, time.Second) {
-		t.Fatal("the queue is bounded again after StopPacing")
-	}
+	assert.Assert(t, waitQueueReturns(c, 9999, time.Second), "the queue is bounded again after StopPacing")
 }
 
 // pausedCharger returns a pacing charger whose copying goroutines wait:
@@ -713,9 +628,8 @@ func pausedCharger(t *testing.T) (*Charger, *fakeTarget, *fakeCPU, *fakeClock, *
 	c, cpu, clk, w := newTestCharger(tgt)
 	c.pace = true
 	cpu.add(10 * ms)
-	if !c.tick(false) || notPaused(c) {
-		t.Fatal("not paused")
-	}
+	assert.Assert(t, c.tick(false), "charging stopped")
+	assert.Assert(t, !notPaused(c), "not paused")
 	return c, tgt, cpu, clk, w
 }
 
@@ -729,29 +643,21 @@ func TestPaceReleasedOnWriteError(t *testing.T) {
 		tgt.chargeErrs = []error{err}
 		cpu.add(ms)
 		clk.advance(10 * ms)
-		if !c.tick(false) {
-			t.Fatalf("%v: charging stopped", err)
-		}
-		if !paceReturns(c, time.Second) {
-			t.Errorf("%v: the readers stay paused after a failed write", err)
-		}
+		assert.Assert(t, c.tick(false), "%v: charging stopped", err)
+		assert.Check(t, paceReturns(c, time.Second), "%v: the readers stay paused after a failed write", err)
 	}
 	// Still owed, but the write fails: released all the same.
 	c, tgt, cpu, _, _ := pausedCharger(t)
 	tgt.chargeErrs = []error{syscall.EIO}
 	cpu.add(ms)
 	c.tick(false)
-	if !paceReturns(c, time.Second) {
-		t.Error("paused across a failed write")
-	}
+	assert.Check(t, paceReturns(c, time.Second), "paused across a failed write")
 	// The debt cannot be read any more (the limit removed): released.
 	c, tgt, cpu, _, _ = pausedCharger(t)
 	tgt.d.quota = 0
 	cpu.add(ms)
 	c.tick(false)
-	if !paceReturns(c, time.Second) {
-		t.Error("paused with no debt to read")
-	}
+	assert.Check(t, paceReturns(c, time.Second), "paused with no debt to read")
 }
 
 // TestPaceReleasedWhenCgroupRemoved: the cgroup removed while the logger
@@ -764,9 +670,7 @@ func TestPaceReleasedWhenCgroupRemoved(t *testing.T) {
 	cpu.add(10 * ms)
 	clk.next(t).c <- clk.Now()
 	tm := clk.next(t)
-	if notPaused(c) {
-		t.Fatal("not paused")
-	}
+	assert.Assert(t, !notPaused(c), "not paused")
 	waiter := make(chan struct{})
 	go func() { c.Pace(); close(waiter) }()
 	tgt.mu.Lock()
@@ -774,11 +678,7 @@ func TestPaceReleasedWhenCgroupRemoved(t *testing.T) {
 	tgt.mu.Unlock()
 	cpu.add(ms)
 	tm.c <- clk.Now()
-	select {
-	case <-waiter:
-	case <-time.After(time.Second):
-		t.Fatal("still waiting after the cgroup was removed")
-	}
+	assert.Assert(t, closedWithin(waiter, time.Second), "still waiting after the cgroup was removed")
 	<-c.done
 	c.Stop()
 }
@@ -790,18 +690,12 @@ func TestStopPacing(t *testing.T) {
 	waiter := make(chan struct{})
 	go func() { c.Pace(); close(waiter) }()
 	c.StopPacing()
-	select {
-	case <-waiter:
-	case <-time.After(time.Second):
-		t.Fatal("StopPacing left the goroutines waiting")
-	}
+	assert.Assert(t, closedWithin(waiter, time.Second), "StopPacing left the goroutines waiting")
 	for i := 0; i < 3; i++ {
 		cpu.add(10 * ms)
 		clk.advance(10 * ms)
 		c.tick(false)
-		if !paceReturns(c, time.Second) {
-			t.Fatal("paused again after StopPacing")
-		}
+		assert.Assert(t, paceReturns(c, time.Second), "paused again after StopPacing")
 	}
 	var nilCharger *Charger
 	nilCharger.StopPacing()
@@ -819,18 +713,14 @@ func TestPacingParentQuota(t *testing.T) {
 		c.pace = true
 		cpu.add(10 * ms)
 		c.tick(false)
-		if notPaused(c) {
-			t.Errorf("%s: not paused with the parent over its quota", name)
-		}
+		assert.Check(t, !notPaused(c), "%s: not paused with the parent over its quota", name)
 		tgt.mu.Lock()
 		tgt.parents[0].outstanding = 0
 		tgt.parents[0].deducted += 90000
 		tgt.mu.Unlock()
 		cpu.add(ms)
 		c.tick(false)
-		if !paceReturns(c, time.Second) {
-			t.Errorf("%s: still paused once the parent paid", name)
-		}
+		assert.Check(t, paceReturns(c, time.Second), "%s: still paused once the parent paid", name)
 	}
 }
 
@@ -853,13 +743,10 @@ func TestPacingSharedParent(t *testing.T) {
 		quiet.parents[0].deducted += 500
 		quiet.mu.Unlock()
 		c.tick(false)
-		if !notPaused(c) {
-			t.Fatalf("tick %d: the quiet container's logger waits for its sibling's debt", i)
-		}
+		assert.Assert(t, notPaused(c), "tick %d: the quiet container's logger waits for its sibling's debt", i)
 	}
-	if owed := c.shares[1].owed; owed == 0 || owed > 5000 {
-		t.Errorf("the quiet logger's part of the parent's debt: %d µs, want above 0 and at most its 5000 µs", owed)
-	}
+	owed := c.shares[1].owed
+	assert.Check(t, owed > 0 && owed <= 5000, "the quiet logger's part of the parent's debt: %d µs, want above 0 and at most its 5000 µs", owed)
 
 	// The flooder: its charges make up the parent's debt.
 	flood := &fakeTarget{d: debt{period: 100000},
@@ -877,9 +764,7 @@ func TestPacingSharedParent(t *testing.T) {
 		c.tick(false)
 		paused = !notPaused(c)
 	}
-	if !paused {
-		t.Error("the flooder's logger does not wait with the parent's debt its own")
-	}
+	assert.Check(t, paused, "the flooder's logger does not wait with the parent's debt its own")
 }
 
 // TestPacingSharedParentWaitEnds: a logger waiting on its part of a
@@ -896,13 +781,9 @@ func TestPacingSharedParentWaitEnds(t *testing.T) {
 	c.charged = 480000 // its start, charged before the first reading
 	cpu.add(3 * ms)
 	c.tick(false)
-	if notPaused(c) {
-		t.Fatal("not waiting with 480 ms of the parent's debt its own")
-	}
+	assert.Assert(t, !notPaused(c), "not waiting with 480 ms of the parent's debt its own")
 	for i := 1; c.paused.Load(); i++ {
-		if i > 100 {
-			t.Fatalf("still waiting after %d ticks, its part %d µs", i, c.shares[1].owed)
-		}
+		assert.Assert(t, i <= 100, "still waiting after %d ticks, its part %d µs", i, c.shares[1].owed)
 		cpu.add(3 * ms)
 		parent.mu.Lock()
 		parent.parents[0].borrowed += 3000 + 17000
@@ -910,12 +791,8 @@ func TestPacingSharedParentWaitEnds(t *testing.T) {
 		parent.mu.Unlock()
 		c.tick(false)
 	}
-	if !notPaused(c) {
-		t.Error("the copying goroutines are still held")
-	}
-	if c.charged < 480000+3000*2 {
-		t.Errorf("charged %d µs: the wakeups while waiting are charged all the same", c.charged)
-	}
+	assert.Check(t, notPaused(c), "the copying goroutines are still held")
+	assert.Check(t, c.charged >= 480000+3000*2, "charged %d µs: the wakeups while waiting are charged all the same", c.charged)
 }
 
 // TestOpenCadence: until the container's cgroup is found the charger looks
@@ -926,14 +803,14 @@ func TestOpenCadence(t *testing.T) {
 	tgt := &fakeTarget{openErrs: []error{notYet, notYet, notYet, notYet, notYet}}
 	c, _, _, w := newTestCharger(tgt)
 	for i := 0; i < 4; i++ {
-		if !c.tick(false) || c.interval != minInterval {
-			t.Fatalf("tick %d: interval %v while the cgroup is not found, want %v", i, c.interval, minInterval)
-		}
+		assert.Assert(t, c.tick(false), "tick %d: charging stopped", i)
+		assert.Assert(t, is.Equal(c.interval, minInterval), "tick %d: interval while the cgroup is not found", i)
 	}
 	c.pending = 1500 * time.Microsecond
 	c.tick(true)
-	if w.count() != 0 || len(w.debug) != 1 || !strings.Contains(w.debug[0], "1.5ms not charged") {
-		t.Errorf("warnings %q, debug %q: want one debug message with what was not charged", w.msgs, w.debug)
+	assert.Check(t, is.Equal(w.count(), 0), "warnings %q", w.msgs)
+	if assert.Check(t, is.Len(w.debug, 1), "debug messages: want one with what was not charged") {
+		assert.Check(t, is.Contains(w.debug[0], "1.5ms not charged"))
 	}
 }
 
@@ -945,12 +822,8 @@ func TestPaceAtLongPeriods(t *testing.T) {
 	c.pace = true
 	cpu.add(10 * ms)
 	c.tick(false)
-	if notPaused(c) {
-		t.Error("not paused owing 60% of a 1 s period's quota")
-	}
-	if got := (debt{quota: 50000, period: 100000}).paceAt(); got != 50000 {
-		t.Errorf("100 ms periods: waits from %d µs, want one quota", got)
-	}
+	assert.Check(t, !notPaused(c), "not paused owing 60% of a 1 s period's quota")
+	assert.Check(t, is.Equal((debt{quota: 50000, period: 100000}).paceAt(), uint64(50000)), "100 ms periods: want to wait from one quota")
 }
 
 // TestIdleSleepsUntilALine: an idle charger (backed off to the longest
@@ -970,12 +843,8 @@ func TestIdleSleepsUntilALine(t *testing.T) {
 	clk.expectNoTimer(t)
 	cpu.add(3 * ms) // the runtime's background work, then a line
 	c.Pace()
-	if tm := clk.next(t); tm.d != minInterval {
-		t.Errorf("after a line: interval %v, want the busy %v", tm.d, minInterval)
-	}
-	if got := tgt.total(); got != 3000 {
-		t.Errorf("charged %d µs, want the 3000 used while asleep", got)
-	}
+	assert.Check(t, is.Equal(clk.next(t).d, minInterval), "after a line: want the busy interval")
+	assert.Check(t, is.Equal(tgt.total(), uint64(3000)), "charged µs: want the 3000 used while asleep")
 	c.Stop()
 }
 
@@ -996,7 +865,5 @@ func TestCadenceByLines(t *testing.T) {
 		got = append(got, c.interval)
 	}
 	want := []time.Duration{20 * ms, 40 * ms, 80 * ms, 100 * ms, 10 * ms, 20 * ms}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("intervals = %v, want %v", got, want)
-	}
+	assert.Check(t, is.DeepEqual(got, want), "intervals")
 }

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 )
 
 // spin burns d of the calling thread's CPU time (not wall time, so that
@@ -43,9 +45,8 @@ func TestProcessClock(t *testing.T) {
 	var p processClock
 	before := p.cpuTime()
 	spin(20 * ms)
-	if used := p.cpuTime() - before; used < 20*ms {
-		t.Errorf("the process clock grew by %v during 20ms of busy loop", used)
-	}
+	used := p.cpuTime() - before
+	assert.Check(t, used >= 20*ms, "the process clock grew by %v during 20ms of busy loop", used)
 }
 
 func TestThreadCPUClockID(t *testing.T) {
@@ -55,9 +56,8 @@ func TestThreadCPUClockID(t *testing.T) {
 	a := clockTime(unix.CLOCK_THREAD_CPUTIME_ID)
 	b := clockTime(threadCPUClock(unix.Gettid()))
 	c := clockTime(unix.CLOCK_THREAD_CPUTIME_ID)
-	if a == 0 || b < a || b > c {
-		t.Errorf("clock of this thread by tid = %v, want between %v and %v", b, a, c)
-	}
+	assert.Check(t, a != 0, "the thread's own clock")
+	assert.Check(t, a <= b && b <= c, "clock of this thread by tid = %v, want between %v and %v", b, a, c)
 }
 
 func TestThreadClock(t *testing.T) {
@@ -73,9 +73,8 @@ func TestThreadClock(t *testing.T) {
 	}()
 	<-spun
 	// Sampled from another thread, by the tracked thread's ID.
-	if got := tc.cpuTime(); got < 30*ms || got > 200*ms {
-		t.Errorf("tracked thread: %v, want about 30ms", got)
-	}
+	got := tc.cpuTime()
+	assert.Check(t, 30*ms <= got && got <= 200*ms, "tracked thread: %v, want about 30ms", got)
 	// Work on untracked threads is not counted.
 	before := tc.cpuTime()
 	var wg sync.WaitGroup
@@ -84,23 +83,16 @@ func TestThreadClock(t *testing.T) {
 		go func() { defer wg.Done(); spin(20 * ms) }()
 	}
 	wg.Wait()
-	if got := tc.cpuTime() - before; got > 5*ms {
-		t.Errorf("untracked work counted: %v", got)
-	}
+	untracked := tc.cpuTime() - before
+	assert.Check(t, untracked <= 5*ms, "untracked work counted: %v", untracked)
 	close(release)
 	<-finished
 	// The final sample of the untracked thread is kept.
-	got := tc.cpuTime()
-	if got < 40*ms {
-		t.Errorf("after untrack: %v, want at least 40ms", got)
-	}
-	if len(tc.threads) != 0 {
-		t.Errorf("%d threads still tracked", len(tc.threads))
-	}
+	got = tc.cpuTime()
+	assert.Check(t, got >= 40*ms, "after untrack: %v, want at least 40ms", got)
+	assert.Check(t, is.Len(tc.threads, 0), "threads still tracked")
 	spin(10 * ms)
-	if again := tc.cpuTime(); again != got {
-		t.Errorf("grew from %v to %v with nothing tracked", got, again)
-	}
+	assert.Check(t, is.Equal(tc.cpuTime(), got), "grew with nothing tracked")
 }
 
 // sumCharges adds up the charges written to a fake cpu.cfs.borrowing_us.
@@ -108,9 +100,7 @@ func sumCharges(t testing.TB, path string) (sum uint64) {
 	t.Helper()
 	for _, line := range strings.Fields(readCharges(t, path)) {
 		n, err := strconv.ParseUint(line, 10, 64)
-		if err != nil {
-			t.Fatalf("bad charge %q", line)
-		}
+		assert.NilError(t, err, "bad charge %q", line)
 		sum += n
 	}
 	return sum
@@ -139,12 +129,10 @@ func TestStartProcess(t *testing.T) {
 	used := p.cpuTime() - before
 	// All the process's CPU time since it started is charged, so at
 	// least what was used since before Start.
-	if got := time.Duration(sumCharges(t, file)) * time.Microsecond; got < used-time.Microsecond || got < 30*ms {
-		t.Errorf("charged %v, used %v", got, used)
-	}
-	if n := strings.Count(readCharges(t, file), "\n"); n < 2 {
-		t.Errorf("%d writes: want several ticks and the final flush", n)
-	}
+	got := time.Duration(sumCharges(t, file)) * time.Microsecond
+	assert.Check(t, got >= used-time.Microsecond && got >= 30*ms, "charged %v, used %v", got, used)
+	n := strings.Count(readCharges(t, file), "\n")
+	assert.Check(t, n >= 2, "%d writes: want several ticks and the final flush", n)
 }
 
 func TestStartThread(t *testing.T) {
@@ -163,9 +151,8 @@ func TestStartThread(t *testing.T) {
 	spin(50 * ms) // not tracked
 	wg.Wait()
 	c.Stop()
-	if got := time.Duration(sumCharges(t, file)) * time.Microsecond; got < 40*ms || got > 70*ms {
-		t.Errorf("charged %v, want the 40ms of the two tracked threads", got)
-	}
+	got := time.Duration(sumCharges(t, file)) * time.Microsecond
+	assert.Check(t, 40*ms <= got && got <= 70*ms, "charged %v, want the 40ms of the two tracked threads", got)
 }
 
 // TestStartCannotCharge: where charging cannot work, Start finds out at
@@ -197,16 +184,13 @@ func TestStartCannotCharge(t *testing.T) {
 			for _, mode := range []Mode{ModeProcess, ModeThread} {
 				o.Mode = mode
 				c := Start(o)
-				if c.stop != nil {
-					t.Errorf("%v: the charger runs", mode)
-				}
+				assert.Check(t, c.stop == nil, "%v: the charger runs", mode)
 				c.Pace()
 				c.WaitQueue(func() int { return 10000 }) // returns at once
 				c.Stop()
 			}
-			if w.count() != 0 || d.count() != 2 {
-				t.Errorf("warnings %q, debug messages %q; want none and one per start", w.msgs, d.msgs)
-			}
+			assert.Check(t, is.Equal(w.count(), 0), "warnings %q; want none", w.msgs)
+			assert.Check(t, is.Equal(d.count(), 2), "debug messages %q; want one per start", d.msgs)
 		})
 	}
 }
@@ -230,14 +214,10 @@ func TestStartLeavesPermissionToTheKernel(t *testing.T) {
 			setup(o.Root)
 			o.Mode = ModeProcess
 			c := Start(o)
-			if c.stop == nil {
-				t.Fatal("the charger does not run")
-			}
+			assert.Assert(t, c.stop != nil, "the charger does not run")
 			spin(20 * ms)
 			c.Stop()
-			if sumCharges(t, file) == 0 {
-				t.Error("nothing charged")
-			}
+			assert.Check(t, sumCharges(t, file) != 0, "nothing charged")
 		})
 	}
 }
@@ -247,20 +227,15 @@ func TestStartLeavesPermissionToTheKernel(t *testing.T) {
 // charger stops at its first look, with one debug message.
 func TestStartStockKernelLate(t *testing.T) {
 	o, file := fakeContainer(t)
-	if err := os.Remove(file); err != nil {
-		t.Fatal(err)
-	}
+	assert.NilError(t, os.Remove(file))
 	var w, d warnings
 	o.Warnf, o.Debugf = w.warnf, d.warnf
 	c := Start(o)
-	select {
-	case <-c.done: // stopped by itself
-	case <-time.After(5 * time.Second):
-		t.Fatal("still charging on a kernel without the file")
-	}
+	assert.Assert(t, closedWithin(c.done, 5*time.Second), "still charging on a kernel without the file") // stopped by itself
 	c.Stop()
-	if w.count() != 0 || d.count() != 1 || !strings.Contains(d.msgs[0], FileName) {
-		t.Errorf("warnings %q, debug messages %q; want one debug message about %s", w.msgs, d.msgs, FileName)
+	assert.Check(t, is.Equal(w.count(), 0), "warnings %q; want none", w.msgs)
+	if assert.Check(t, is.Equal(d.count(), 1), "debug messages %q; want one", d.msgs) {
+		assert.Check(t, is.Contains(d.msgs[0], FileName), "the debug message")
 	}
 }
 
@@ -270,19 +245,15 @@ func TestStartStockKernelLate(t *testing.T) {
 func TestShortLivedContainer(t *testing.T) {
 	o, file := fakeContainer(t)
 	// init.pid names a process that is gone.
-	if err := os.RemoveAll(filepath.Join(o.Root, "proc/77")); err != nil {
-		t.Fatal(err)
-	}
+	assert.NilError(t, os.RemoveAll(filepath.Join(o.Root, "proc/77")))
 	var w, d warnings
 	o.Warnf, o.Debugf, o.Mode = w.warnf, d.warnf, ModeProcess
 	c := Start(o)
 	spin(5 * ms)
 	time.Sleep(50 * ms)
 	c.Stop()
-	if got := sumCharges(t, file); got < 5000 {
-		t.Errorf("charged %d µs, want at least the 5 ms used", got)
-	}
-	if w.count() != 0 || d.count() != 0 {
-		t.Errorf("warnings %q, debug %q", w.msgs, d.msgs)
-	}
+	got := sumCharges(t, file)
+	assert.Check(t, got >= 5000, "charged %d µs, want at least the 5 ms used", got)
+	assert.Check(t, is.Equal(w.count(), 0), "warnings %q", w.msgs)
+	assert.Check(t, is.Equal(d.count(), 0), "debug %q", d.msgs)
 }

@@ -17,87 +17,67 @@
 package cpucharge
 
 import (
-	"strings"
 	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 )
 
 func TestParseMode(t *testing.T) {
 	for in, want := range map[string]Mode{"": ModeProcess, "process": ModeProcess, "thread": ModeThread, "off": ModeOff} {
 		got, err := ParseMode(in)
-		if err != nil || got != want {
-			t.Errorf("ParseMode(%q) = %v, %v; want %v", in, got, err, want)
-		}
-		if in != "" && got.String() != in {
-			t.Errorf("%v.String() = %q, want %q", got, got.String(), in)
+		assert.Check(t, err, "ParseMode(%q)", in)
+		assert.Check(t, is.Equal(got, want), "ParseMode(%q)", in)
+		if in != "" {
+			assert.Check(t, is.Equal(got.String(), in))
 		}
 	}
 	for _, in := range []string{"Process", "threads", " off", "none", "0", "true"} {
-		if _, err := ParseMode(in); err == nil || !strings.Contains(err.Error(), "cpu-charge") {
-			t.Errorf("ParseMode(%q): err = %v, want an error that names the option", in, err)
-		}
+		_, err := ParseMode(in)
+		assert.Check(t, is.ErrorContains(err, "cpu-charge"), "ParseMode(%q): want an error that names the option", in)
 	}
 }
 
 func TestSplitLogOpts(t *testing.T) {
 	opts := map[string]string{"max-size": "10m", LogOpt: "thread"}
 	rest, err := SplitLogOpts(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rest) != 1 || rest["max-size"] != "10m" {
-		t.Errorf("driver options = %v, want only max-size", rest)
-	}
-	if opts[LogOpt] != "thread" {
-		t.Errorf("SplitLogOpts changed its argument: %v", opts)
-	}
-	if _, err := SplitLogOpts(map[string]string{LogOpt: "bogus"}); err == nil {
-		t.Error("an invalid cpu-charge passed")
-	}
-	if rest, err := SplitLogOpts(map[string]string{"tag": "x"}); err != nil || rest["tag"] != "x" {
-		t.Errorf("without cpu-charge: %v, %v", rest, err)
-	}
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(rest, map[string]string{"max-size": "10m"}), "driver options: want only max-size")
+	assert.Check(t, is.Equal(opts[LogOpt], "thread"), "SplitLogOpts changed its argument: %v", opts)
+	_, err = SplitLogOpts(map[string]string{LogOpt: "bogus"})
+	assert.Check(t, err != nil, "an invalid cpu-charge passed")
+	rest, err = SplitLogOpts(map[string]string{"tag": "x"})
+	assert.Check(t, err, "without cpu-charge")
+	assert.Check(t, is.Equal(rest["tag"], "x"), "without cpu-charge: %v", rest)
 }
 
 func TestSetDefaultLogOpt(t *testing.T) {
 	// The container's own choice wins over the global default.
 	opts, err := SetDefaultLogOpt(map[string]string{LogOpt: "off"}, "thread")
-	if err != nil || opts[LogOpt] != "off" {
-		t.Errorf("per-container: %v, %v", opts, err)
-	}
+	assert.Check(t, err, "per-container")
+	assert.Check(t, is.Equal(opts[LogOpt], "off"), "per-container: %v", opts)
 	opts, err = SetDefaultLogOpt(map[string]string{"tag": "x"}, "thread")
-	if err != nil || opts[LogOpt] != "thread" || opts["tag"] != "x" {
-		t.Errorf("global default: %v, %v", opts, err)
-	}
+	assert.Check(t, err, "global default")
+	assert.Check(t, is.Equal(opts[LogOpt], "thread"), "global default: %v", opts)
+	assert.Check(t, is.Equal(opts["tag"], "x"), "global default: %v", opts)
 	opts, err = SetDefaultLogOpt(nil, "")
-	if err != nil || opts[LogOpt] != "process" {
-		t.Errorf("no default: %v, %v", opts, err)
-	}
-	if _, err := SetDefaultLogOpt(nil, "threads"); err == nil || !strings.Contains(err.Error(), "log_cpu_charge") {
-		t.Errorf("invalid global default: err = %v", err)
-	}
+	assert.Check(t, err, "no default")
+	assert.Check(t, is.Equal(opts[LogOpt], "process"), "no default: %v", opts)
+	_, err = SetDefaultLogOpt(nil, "threads")
+	assert.Check(t, is.ErrorContains(err, "log_cpu_charge"), "invalid global default")
 	// An invalid global default does not matter to a container that chose.
-	if _, err := SetDefaultLogOpt(map[string]string{LogOpt: "off"}, "threads"); err != nil {
-		t.Errorf("chosen mode with an invalid default: %v", err)
-	}
+	_, err = SetDefaultLogOpt(map[string]string{LogOpt: "off"}, "threads")
+	assert.Check(t, err, "chosen mode with an invalid default")
 }
 
 func TestModeFromLogOpts(t *testing.T) {
-	if m := ModeFromLogOpts(map[string]string{LogOpt: "off"}, "thread"); m != ModeOff {
-		t.Errorf("cpu-charge=off: %v", m)
-	}
-	if m := ModeFromLogOpts(nil, ""); m != DefaultMode {
-		t.Errorf("no option, no configured default: %v, want %v", m, DefaultMode)
-	}
+	assert.Check(t, is.Equal(ModeFromLogOpts(map[string]string{LogOpt: "off"}, "thread"), ModeOff), "cpu-charge=off")
+	assert.Check(t, is.Equal(ModeFromLogOpts(nil, ""), DefaultMode), "no option, no configured default")
 	// A container created before the upgrade: the configured default.
 	for _, def := range []string{"off", "thread"} {
-		if m := ModeFromLogOpts(map[string]string{"max-size": "1m"}, def); m.String() != def {
-			t.Errorf("no option, configured %q: %v", def, m)
-		}
+		m := ModeFromLogOpts(map[string]string{"max-size": "1m"}, def)
+		assert.Check(t, is.Equal(m.String(), def), "no option, configured %q", def)
 	}
-	if m := ModeFromLogOpts(map[string]string{LogOpt: "bogus"}, "off"); m != DefaultMode {
-		t.Errorf("invalid option: %v, want %v", m, DefaultMode)
-	}
-	if m := ModeFromLogOpts(nil, "bogus"); m != DefaultMode {
-		t.Errorf("invalid configured default: %v, want %v", m, DefaultMode)
-	}
+	assert.Check(t, is.Equal(ModeFromLogOpts(map[string]string{LogOpt: "bogus"}, "off"), DefaultMode), "invalid option")
+	assert.Check(t, is.Equal(ModeFromLogOpts(nil, "bogus"), DefaultMode), "invalid configured default")
 }
