@@ -539,6 +539,22 @@ series_stamp() { echo "$(git -C "$1" rev-parse --absolute-git-dir)/cfsb-series";
 # prepare_series_tree may give it the series.
 mark_series_exported() { echo "exported $(git -C "$1" rev-parse HEAD)" >"$(series_stamp "$1")"; }
 
+# series_tree_holds_work TREE UNTRACKED: does the patched TREE hold work
+# that is not in the series it was given (prepare_series_tree's stamp):
+# commits on top of what was applied, or changes (UNTRACKED "ignore":
+# untracked files are not one)? Not a tree as the last application left
+# it (or at the base), nor one whose application was cut short
+# ("applying").
+series_tree_holds_work() {
+	local tree=$1 changes=(status --porcelain) have head
+	[[ $2 == ignore ]] && changes+=(--untracked-files=no)
+	have=$(cat "$(series_stamp "$tree")" 2>/dev/null || true)
+	[[ $have != applying ]] || return 1
+	head=$(git -C "$tree" rev-parse HEAD)
+	{ [[ $head != "$(git -C "$tree" rev-parse cfsb-base)" && $have != *" $head" ]]; } ||
+		[[ -n $(git -C "$tree" "${changes[@]}") ]]
+}
+
 # prepare_series_tree REPO TREE VARIANT KEEP_TREE UNTRACKED WHAT EXPORT [PATCH...]
 # Makes TREE, a worktree of REPO (or REPO itself), hold exactly the tag
 # cfsb-base (VARIANT stock) or cfsb-base plus the series PATCH... (patched),
@@ -557,7 +573,7 @@ mark_series_exported() { echo "exported $(git -C "$1" rev-parse HEAD)" >"$(serie
 prepare_series_tree() {
 	local repo=$1 tree=$2 variant=$3 keep=$4 untracked=$5 what=$6 export=$7
 	shift 7
-	local changes=(status --porcelain) stampf want have head base
+	local changes=(status --porcelain) stampf want have head out applied patches failed
 	[[ $untracked == ignore ]] && changes+=(--untracked-files=no)
 	if [[ $variant == stock ]]; then
 		if [[ $(git -C "$tree" rev-parse HEAD) != "$(git -C "$tree" rev-parse cfsb-base)" ]] ||
@@ -577,25 +593,29 @@ prepare_series_tree() {
 	want=$(files_hash "$@")
 	have=$(cat "$stampf" 2>/dev/null || true)
 	head=$(git -C "$tree" rev-parse HEAD)
-	base=$(git -C "$tree" rev-parse cfsb-base)
 	if [[ $have == "$want $head" ]] && [[ -z $(git -C "$tree" "${changes[@]}") ]]; then
 		return 0
 	fi
-	# Ours to reset: the HEAD the last application gave (or the base), no
-	# change, or an application that was cut short ("applying").
-	if [[ $have != applying ]] &&
-		{ [[ $head != "$base" && $have != *" $head" ]] || [[ -n $(git -C "$tree" "${changes[@]}") ]]; }; then
+	if series_tree_holds_work "$tree" "$untracked"; then
 		die "$tree holds commits or changes that are not in the series (HEAD $(git -C "$tree" log -1 --format='%h %s')):" \
 			"commit and export them ($export), or drop them (git -C $tree checkout -f --detach cfsb-base)"
 	fi
 	[[ -n $have ]] && log "patch series changed: re-applying $# patches"
 	echo applying >"$stampf"
 	tree_reset_to_base "$tree" "$untracked"
-	if ! git -C "$tree" -c user.name="cfs-borrowing build" -c user.email=build@localhost \
-		am -q --whitespace=nowarn --committer-date-is-author-date "$@"; then
+	if ! out=$(git -C "$tree" -c user.name="cfs-borrowing build" -c user.email=build@localhost \
+		am -q --whitespace=nowarn --committer-date-is-author-date "$@" 2>&1); then
+		patches=("$@")
+		applied=$(git -C "$tree" rev-list --count cfsb-base..HEAD)
+		failed=${patches[applied]:-?}
 		tree_reset_to_base "$tree" "$untracked"
-		die "the series does not apply to $what"
+		# git's reasons (which file, which hunk); not its advice to go on
+		# with "git am", whose session is aborted.
+		grep -E '^(error|fatal|warning):' <<<"$out" | sed 's/^/  /' >&2
+		die "the series does not apply to $what: ${failed##*/} is the first patch that fails" \
+			"($applied of $# applied before it)"
 	fi
+	[[ -z $out ]] || printf '%s\n' "$out" >&2
 	log "applied $# patches to $what"
 	echo "$want $(git -C "$tree" rev-parse HEAD)" >"$stampf"
 }
