@@ -13,7 +13,16 @@ Usage: ${0##*/} [--variant patched|stock] [--base 6.12|7.2] [--arch x86_64|arm64
 Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
   - installs the Debian packages it needs (the base's kernel source, compilers,
     ccache, qemu; 7.2's source comes from Debian unstable, see scripts/lib.sh);
-  - unpacks the source once into a git repository (commit tagged cfsb-base);
+  - takes the base's source at the Debian version the series was made on
+    (6.12: $(select_kernel_base 6.12; echo "$KERNEL_SOURCE_PIN"), 7.2: $(select_kernel_base 7.2; echo "$KERNEL_SOURCE_PIN")) or, where the machine
+    does not have it and the archive no longer does, at the archive's
+    newest of the same major.minor (6.12.y, 7.2.y), said on stderr; never
+    at another major.minor;
+  - unpacks the source once into a git repository (commit tagged cfsb-base,
+    "Linux VERSION (PACKAGE DEBIAN-VERSION)", the version in the stamp
+    .git/cfsb-base-version), and again, with its worktrees, when another
+    version is taken (a patched tree holding work not in the series
+    stops that);
   - "patched": a worktree with the base's series applied by git am
     (kernel/patches for 6.12, kernel/patches-7.2 for 7.2); the
     applied series is recorded by hash, and a changed series is re-applied
@@ -47,6 +56,13 @@ Options:
   --configure-only  stop after writing and checking .config
   --print-image  print only the image path when done (for scripts)
 Environment: CFSB_CACHE (default ~/.cache/cfs-borrowing).
+  CFSB_KERNEL_SOURCE_VERSION="VERSION..." takes these Debian versions of the
+  source instead of the pinned ones, each for the base of its major.minor
+  (e.g. 6.12.115-2~deb12u1 for 6.12; the other base keeps its pin); one the
+  archive does not have is replaced by its newest of that major.minor, as
+  the pin is; a version of no base stops the build.
+A series that does not apply to the version taken stops the build with the
+version and the first patch that fails.
 EOF
 }
 
@@ -86,45 +102,11 @@ fi
 start=$(now_s)
 read -ra arch_pkgs <<<"$(arch_packages "$arch")"
 ensure_packages "${HOST_PACKAGES[@]}" "${arch_pkgs[@]}"
-ensure_kernel_source
-mkdir -p "$CFSB_CACHE"
+kernel_source_resolve
 
 repo=$(kernel_repo)
 tree=$(kernel_tree "$variant")
 build=$(kernel_build_dir "$variant" "$arch" "$config")
-
-# --- source ---------------------------------------------------------------
-ensure_repo() {
-	local stamp="$repo/.git/cfsb-base-version"
-	if [[ -d $repo/.git && $(cat "$stamp" 2>/dev/null) == "$KERNEL_SOURCE_PKG_VERSION" ]]; then
-		return 0
-	fi
-	[[ -e $repo ]] && { log "removing $repo (other source version)"; rm -rf "$repo" "$(kernel_tree patched)"; }
-	log "unpacking $KERNEL_SOURCE_TARBALL into $repo"
-	local tmp="$CFSB_CACHE/unpack.$$"
-	rm -rf "$tmp" && mkdir -p "$tmp"
-	tar -C "$tmp" -xf "$KERNEL_SOURCE_TARBALL"
-	mv "$tmp/$KERNEL_SOURCE_PKG" "$repo"
-	rmdir "$tmp"
-	grep -q "^SUBLEVEL = ${KERNEL_BASE_VERSION##*.}\$" "$repo/Makefile" ||
-		die "$KERNEL_SOURCE_TARBALL is not $KERNEL_BASE_VERSION"
-	(
-		cd "$repo"
-		git init -q
-		git config user.name "cfs-borrowing build"
-		git config user.email "build@localhost"
-		git config core.autocrlf false
-		git config gc.auto 0
-		printf '/build-*/\n' >>.git/info/exclude
-		# Debian's tarball ships a .gitignore that ignores everything.
-		git add -f -A .
-		# Fixed metadata: the base commit has the same id on every machine.
-		GIT_AUTHOR_DATE=2025-01-01T00:00:00Z GIT_COMMITTER_DATE=2025-01-01T00:00:00Z \
-			git commit -q -m "Linux $KERNEL_BASE_VERSION ($KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION)"
-		git tag cfsb-base
-	)
-	echo "$KERNEL_SOURCE_PKG_VERSION" >"$stamp"
-}
 
 # --- configuration --------------------------------------------------------
 # The guest's trimmed configuration (and arm64's for QEMU's virt machine),
@@ -220,9 +202,9 @@ install_modules() {
 		INSTALL_MOD_PATH="$build/modules-root" INSTALL_MOD_STRIP=1 modules_install >/dev/null
 }
 
-ensure_repo
+ensure_kernel_repo
 mapfile -t patches < <(series_patches)
-prepare_series_tree "$repo" "$tree" "$variant" "$keep_tree" ignore "Linux $KERNEL_BASE_VERSION" \
+prepare_series_tree "$repo" "$tree" "$variant" "$keep_tree" ignore "$(kernel_source_what)" \
 	"scripts/kernel-series.sh --base $KERNEL_BASE export" "${patches[@]}"
 configure
 if [[ $configure_only -eq 1 ]]; then

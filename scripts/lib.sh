@@ -20,23 +20,27 @@ CFSB_CACHE=${CFSB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cfs-borrowing}
 #         $CFSB_CACHE/sources (the machine's apt setup is not touched) and
 #         unpacked there; its series is kernel/patches-7.2, its trees
 #         linux-7.2-stock and linux-7.2-patched.
+# KERNEL_SOURCE_PIN is the Debian version of the source package the series
+# was made on, the one taken by default. The version taken is set by
+# kernel_source_resolve (KERNEL_SOURCE_PKG_VERSION, and KERNEL_BASE_VERSION,
+# Linux's own): unset before, so that nothing names the pin in its place.
 KERNEL_BASES=(6.12 7.2)
 select_kernel_base() {
 	case $1 in
 	6.12)
 		KERNEL_SOURCE_PKG=linux-source-6.12
-		KERNEL_SOURCE_PKG_VERSION=6.12.117-1~deb12u1
+		KERNEL_SOURCE_PIN=6.12.117-1~deb12u1
+		KERNEL_SOURCE_SUITE="" # the machine's apt sources
 		KERNEL_SOURCE_TARBALL=/usr/src/linux-source-6.12.tar.xz
-		KERNEL_BASE_VERSION=6.12.117
 		KERNEL_SERIES_DIR=$CFSB_ROOT/kernel/patches
 		KERNEL_COVER_LETTER=$CFSB_ROOT/kernel/cover-letter.txt
 		KERNEL_TREE_PREFIX=linux
 		;;
 	7.2)
 		KERNEL_SOURCE_PKG=linux-source-7.2
-		KERNEL_SOURCE_PKG_VERSION=7.2.13-1
+		KERNEL_SOURCE_PIN=7.2.13-1
+		KERNEL_SOURCE_SUITE=sid
 		KERNEL_SOURCE_TARBALL=$CFSB_CACHE/sources/7.2/usr/src/linux-source-7.2.tar.xz
-		KERNEL_BASE_VERSION=7.2.13
 		KERNEL_SERIES_DIR=$CFSB_ROOT/kernel/patches-7.2
 		KERNEL_COVER_LETTER=$CFSB_ROOT/kernel/cover-letter-7.2.txt
 		KERNEL_TREE_PREFIX=linux-7.2
@@ -44,6 +48,7 @@ select_kernel_base() {
 	*) die "unknown kernel base '$1' (known: ${KERNEL_BASES[*]})" ;;
 	esac
 	KERNEL_BASE=$1
+	unset KERNEL_SOURCE_PKG_VERSION KERNEL_BASE_VERSION
 }
 
 # Debian packages the host side needs (build, boot, selftests); the kernel
@@ -120,6 +125,16 @@ host_services_off() {
 	log "not running on this machine, and disabled: ${units[*]} ${scripts[*]} (the guest runs them; systemctl enable --now UNIT turns one on)"
 }
 
+# apt_lists_fresh: the machine's package lists, updated when older than a
+# day (an old or missing package index makes apt miss packages and
+# versions). Needs root.
+APT_LISTS_STAMP=/var/lib/apt/periodic/cfsb-updated
+apt_lists_fresh() {
+	[[ -n $(find "$APT_LISTS_STAMP" -mmin -1440 2>/dev/null) ]] && return 0
+	apt-get update -qq || return 1
+	mkdir -p "${APT_LISTS_STAMP%/*}" && touch "$APT_LISTS_STAMP"
+}
+
 # ensure_packages PKG...: install the Debian packages that are missing.
 # Idempotent: only calls apt when something is missing. The services of
 # HOST_SERVICES_OFF_PACKAGES it installs stay off (see there).
@@ -147,13 +162,10 @@ ensure_packages() {
 		policy=1
 	fi
 	log "installing: ${missing[*]}"
-	# An old or missing package index makes apt fail to find packages.
-	if [[ ! -f /var/lib/apt/periodic/cfsb-updated ]] ||
-		[[ -n $(find /var/lib/apt/periodic/cfsb-updated -mmin +1440 2>/dev/null) ]]; then
-		apt-get update -qq
-		mkdir -p /var/lib/apt/periodic && touch /var/lib/apt/periodic/cfsb-updated
-	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	apt_lists_fresh || die "apt-get update failed"
+	# (--allow-downgrades: a PKG=VERSION asked for is installed even where
+	# the machine has a newer one, as the kernel source's version taken.)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --allow-downgrades \
 		"${missing[@]}" >/dev/null || rc=$?
 	((policy)) && rm -f "$POLICY_RC_D"
 	for pkg in "${off_before[@]}"; do
@@ -163,22 +175,204 @@ ensure_packages() {
 	[[ $rc -eq 0 ]] || die "apt-get install failed (exit $rc): ${missing[*]}"
 }
 
-# ensure_kernel_source: the selected base's source tarball is at
+# --- the kernel source's version ---------------------------------------------
+# The series is made on the pinned version (KERNEL_SOURCE_PIN), which stays
+# the default; the archives keep a version for a while only. The version
+# taken: the one wanted (the pin, or CFSB_KERNEL_SOURCE_VERSION's for the
+# base) when the machine has it (the tree, or the source package) or the
+# archive offers it; else the archive's newest of the base's major.minor,
+# said once on stderr. Never another major.minor.
+
+# kernel_source_major_minor VERSION: VERSION's "M.m" (6.12 for
+# 6.12.117-1~deb12u1), or nothing when it does not start with one.
+kernel_source_major_minor() {
+	[[ $1 =~ ^([0-9]+\.[0-9]+)([.~+-]|$) ]] && echo "${BASH_REMATCH[1]}"
+	return 0
+}
+
+# kernel_source_use VERSION: VERSION is the version taken:
+# KERNEL_SOURCE_PKG_VERSION, and KERNEL_BASE_VERSION, its Linux release
+# as the source's Makefile has it (M.m.s: 7.2.0 for Debian's 7.2-1).
+kernel_source_use() {
+	local release=${1%-*}
+	release=${release%%[~+]*}
+	[[ $release == *.*.* ]] || release+=.0
+	KERNEL_SOURCE_PKG_VERSION=$1
+	KERNEL_BASE_VERSION=$release
+}
+
+# kernel_source_wanted: the version wanted for the selected base, into
+# KERNEL_SOURCE_WANTED: CFSB_KERNEL_SOURCE_VERSION's for its major.minor
+# (VERSION...: one for each base at most), else the pin. A version that is
+# not of a base stops here.
+kernel_source_wanted() {
+	local v mm from=""
+	KERNEL_SOURCE_WANTED=$KERNEL_SOURCE_PIN
+	for v in ${CFSB_KERNEL_SOURCE_VERSION:-}; do
+		mm=$(kernel_source_major_minor "$v")
+		[[ $v =~ ^[0-9][0-9A-Za-z.+~-]*$ && -n $mm && " ${KERNEL_BASES[*]} " == *" $mm "* ]] ||
+			die "CFSB_KERNEL_SOURCE_VERSION: '$v' is the version of no kernel base (known: ${KERNEL_BASES[*]}; base M.m takes linux-source-M.m's M.m.y)"
+		[[ $mm == "$KERNEL_BASE" ]] || continue
+		[[ -z $from ]] || die "CFSB_KERNEL_SOURCE_VERSION: two versions for $mm ($from, $v)"
+		from=$v
+		KERNEL_SOURCE_WANTED=$v
+	done
+}
+
+# kernel_source_record: where the unpacked .deb of a base from a Debian
+# suite records its version (the dpkg database does for the machine's).
+kernel_source_record() { echo "$CFSB_CACHE/sources/$KERNEL_BASE/.cfsb-source-version"; }
+
+# kernel_source_tarball_version: the version of the source package whose
+# tarball is at $KERNEL_SOURCE_TARBALL, or nothing.
+kernel_source_tarball_version() {
+	local debs
+	[[ -f $KERNEL_SOURCE_TARBALL ]] || return 0
+	if [[ -z $KERNEL_SOURCE_SUITE ]]; then
+		# shellcheck disable=SC2016 # dpkg's fields, not the shell's
+		installed "$KERNEL_SOURCE_PKG" && dpkg-query -W -f='${Version}\n' "$KERNEL_SOURCE_PKG"
+	elif [[ -f $(kernel_source_record) ]]; then
+		cat "$(kernel_source_record)"
+	else
+		# Unpacked without the record: the .deb beside it is its package.
+		debs=("$CFSB_CACHE/sources/${KERNEL_SOURCE_PKG}_"*_all.deb)
+		[[ ${#debs[@]} -eq 1 && -f ${debs[0]} ]] && dpkg-deb -f "${debs[0]}" Version
+	fi
+	return 0
+}
+
+# kernel_repo_version: the source version kernel_repo was unpacked from
+# (its stamp), or nothing.
+kernel_repo_version() {
+	local repo
+	repo=$(kernel_repo)
+	[[ -d $repo/.git ]] && cat "$repo/.git/cfsb-base-version" 2>/dev/null
+	return 0
+}
+
+# kernel_source_refresh: the package lists kernel_source_listed reads,
+# updated when older than a day; a failed update leaves them as they are.
+kernel_source_refresh() {
+	local dir=$CFSB_CACHE/sources
+	if [[ -z $KERNEL_SOURCE_SUITE ]]; then
+		[[ $(id -u) -ne 0 ]] || apt_lists_fresh ||
+			log "cannot update apt's package lists: using them as they are"
+		return 0
+	fi
+	[[ -n $(find "$dir/apt/updated" -mmin -1440 2>/dev/null) ]] && return 0
+	debian_update "$KERNEL_SOURCE_SUITE" "$dir" && return 0
+	compgen -G "$dir/apt/lists/*_Packages*" >/dev/null ||
+		die "cannot read Debian $KERNEL_SOURCE_SUITE's package lists from $(debian_mirror)"
+	log "cannot update Debian $KERNEL_SOURCE_SUITE's package lists: using them as they are"
+}
+
+# kernel_source_listed: the versions of $KERNEL_SOURCE_PKG the package lists
+# offer (they are only read).
+kernel_source_listed() {
+	local apt=()
+	if [[ -n $KERNEL_SOURCE_SUITE ]]; then
+		debian_apt "$CFSB_CACHE/sources"
+		apt=("${DEBIAN_APT[@]}")
+	fi
+	apt-cache "${apt[@]}" madison "$KERNEL_SOURCE_PKG" 2>/dev/null |
+		awk -F'|' '{ gsub(/[ \t]/, "", $2); if ($2 != "") print $2 }' | sort -u
+}
+
+# kernel_source_pick WANT VERSION...: WANT if it is one of VERSION..., else
+# the newest VERSION of the selected base's major.minor; fails when there is
+# none.
+kernel_source_pick() {
+	local want=$1 v best=""
+	shift
+	for v in "$@"; do
+		[[ $v == "$want" ]] && { echo "$v"; return 0; }
+	done
+	for v in "$@"; do
+		[[ $(kernel_source_major_minor "$v") == "$KERNEL_BASE" ]] || continue
+		if [[ -z $best ]] || dpkg --compare-versions "$v" gt "$best"; then best=$v; fi
+	done
+	[[ -n $best ]] && echo "$best"
+}
+
+# kernel_source_resolve: the version of the selected base's source to take
+# (see the top of this part) into KERNEL_SOURCE_PKG_VERSION and
+# KERNEL_BASE_VERSION. The archive is asked only when the machine does
+# not have the version wanted.
+kernel_source_resolve() {
+	local v why taken="" at_hand listed made_on
+	kernel_source_wanted
+	why="the version the series was made on"
+	made_on="; the series was made on $KERNEL_SOURCE_PIN"
+	[[ $KERNEL_SOURCE_WANTED == "$KERNEL_SOURCE_PIN" ]] || why="CFSB_KERNEL_SOURCE_VERSION's"
+	mapfile -t at_hand < <(kernel_repo_version; kernel_source_tarball_version)
+	for v in "${at_hand[@]}"; do
+		[[ $v == "$KERNEL_SOURCE_WANTED" ]] && taken=$v
+	done
+	if [[ -z $taken ]]; then
+		kernel_source_refresh
+		mapfile -t listed < <(kernel_source_listed)
+		taken=$(kernel_source_pick "$KERNEL_SOURCE_WANTED" "${listed[@]}") ||
+			die "$KERNEL_SOURCE_PKG: the archive has neither $KERNEL_SOURCE_WANTED ($why) nor any other $KERNEL_BASE.y (it lists: ${listed[*]:-none})"
+	fi
+	kernel_source_use "$taken"
+	[[ $KERNEL_SOURCE_WANTED == "$KERNEL_SOURCE_PIN" ]] && made_on=""
+	[[ $taken == "$KERNEL_SOURCE_PIN" ]] && made_on=", the version the series was made on"
+	if [[ $taken != "$KERNEL_SOURCE_WANTED" ]]; then
+		log "$KERNEL_SOURCE_PKG $KERNEL_SOURCE_WANTED ($why) is not in the archive: taking $taken, the newest $KERNEL_BASE.y it has$made_on"
+	elif [[ $taken != "$KERNEL_SOURCE_PIN" ]]; then
+		log "$KERNEL_SOURCE_PKG $taken ($why)$made_on"
+	fi
+}
+
+# kernel_source_what: the source taken, for messages: "Linux 6.12.117
+# (linux-source-6.12 6.12.117-1~deb12u1)", and the pin when it is another.
+kernel_source_what() {
+	local what="Linux $KERNEL_BASE_VERSION ($KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION"
+	[[ $KERNEL_SOURCE_PKG_VERSION == "$KERNEL_SOURCE_PIN" ]] || what+="; the series was made on $KERNEL_SOURCE_PIN"
+	echo "$what)"
+}
+
+# ensure_kernel_source: the tarball of the version taken is at
 # $KERNEL_SOURCE_TARBALL. 6.12 comes from the machine's apt sources; 7.2 from
 # Debian unstable through a source list and apt state of its own, so that
 # the machine's apt configuration and package set stay as they are.
 ensure_kernel_source() {
-	[[ -f $KERNEL_SOURCE_TARBALL ]] && return 0
-	if [[ $KERNEL_BASE == 6.12 ]]; then
+	local dir=$CFSB_CACHE/sources deb new
+	[[ $(kernel_source_tarball_version) == "$KERNEL_SOURCE_PKG_VERSION" ]] && return 0
+	if [[ -z $KERNEL_SOURCE_SUITE ]]; then
 		ensure_packages "$KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION"
-		return 0
+	else
+		log "fetching $KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION from Debian $KERNEL_SOURCE_SUITE"
+		debian_download "$KERNEL_SOURCE_SUITE" "$dir" "$KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION"
+		new=$dir/${KERNEL_SOURCE_PKG}_${KERNEL_SOURCE_PKG_VERSION}_all.deb
+		for deb in "$dir/${KERNEL_SOURCE_PKG}_"*.deb; do
+			[[ $deb == "$new" ]] || rm -f "$deb"
+		done
+		rm -rf "${dir:?}/${KERNEL_BASE:?}"
+		dpkg-deb -x "$new" "$dir/$KERNEL_BASE"
+		[[ -f $KERNEL_SOURCE_TARBALL ]] || die "$KERNEL_SOURCE_PKG has no ${KERNEL_SOURCE_TARBALL##*/}"
+		echo "$KERNEL_SOURCE_PKG_VERSION" >"$(kernel_source_record)"
 	fi
-	local dir=$CFSB_CACHE/sources
-	log "fetching $KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION from Debian sid"
-	debian_download sid "$dir" "$KERNEL_SOURCE_PKG=$KERNEL_SOURCE_PKG_VERSION"
-	rm -rf "${dir:?}/${KERNEL_BASE:?}"
-	dpkg-deb -x "$dir/${KERNEL_SOURCE_PKG}_${KERNEL_SOURCE_PKG_VERSION}_all.deb" "$dir/$KERNEL_BASE"
-	[[ -f $KERNEL_SOURCE_TARBALL ]] || die "$KERNEL_SOURCE_PKG has no ${KERNEL_SOURCE_TARBALL##*/}"
+	[[ $(kernel_source_tarball_version) == "$KERNEL_SOURCE_PKG_VERSION" ]] ||
+		die "$KERNEL_SOURCE_TARBALL is not from $KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION"
+}
+
+# debian_apt DIR: DEBIAN_APT, apt's options for a source list and state of
+# DIR's own (DIR/apt).
+debian_apt() {
+	DEBIAN_APT=(-o "Dir::Etc::sourcelist=$1/apt/sources.list" -o Dir::Etc::sourceparts=/dev/null
+		-o "Dir::State::Lists=$1/apt/lists" -o "Dir::Cache=$1/apt/cache")
+}
+
+# debian_update SUITE DIR: DIR's package lists (debian_apt), from Debian
+# SUITE; fails when they cannot be read.
+debian_update() {
+	local suite=$1 dir=$2
+	mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(debian_mirror) $suite main" >"$dir/apt/sources.list"
+	debian_apt "$dir"
+	apt-get "${DEBIAN_APT[@]}" update -qq || return 1
+	touch "$dir/apt/updated"
 }
 
 # debian_download SUITE DIR PKG[=VERSION]...: the packages' .deb files
@@ -186,14 +380,10 @@ ensure_kernel_source() {
 # own (DIR/apt): the machine's apt configuration and package set stay as
 # they are.
 debian_download() {
-	local suite=$1 dir=$2 apt
+	local suite=$1 dir=$2
 	shift 2
-	mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial"
-	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(debian_mirror) $suite main" >"$dir/apt/sources.list"
-	apt=(-o "Dir::Etc::sourcelist=$dir/apt/sources.list" -o Dir::Etc::sourceparts=/dev/null
-		-o "Dir::State::Lists=$dir/apt/lists" -o "Dir::Cache=$dir/apt/cache")
-	apt-get "${apt[@]}" update -qq || die "cannot read Debian $suite's package lists from $(debian_mirror)"
-	(cd "$dir" && apt-get "${apt[@]}" download -qq "$@" 2>/dev/null) ||
+	debian_update "$suite" "$dir" || die "cannot read Debian $suite's package lists from $(debian_mirror)"
+	(cd "$dir" && apt-get "${DEBIAN_APT[@]}" download -qq "$@" 2>/dev/null) ||
 		die "cannot download $* from Debian $suite ($(debian_mirror))"
 }
 
@@ -310,6 +500,67 @@ kernel_tree() { echo "$CFSB_CACHE/$KERNEL_TREE_PREFIX-$1"; }
 # trees and ccache hits across them.
 kernel_build_dir() { echo "$(kernel_tree "$1")/build-$2-$3"; }
 kernel_image_path() { echo "$(kernel_build_dir "$1" "$2" "$3")/$(arch_image "$2")"; }
+
+# ensure_kernel_repo: kernel_repo holds the source of the version taken
+# (kernel_source_resolve) as its commit tagged cfsb-base, its version in a
+# stamp. A repository of another version is made again, its worktrees (the
+# patched tree, the export's) removed with it, once the new source is
+# unpacked and checked; a patched tree holding work not in the series, or
+# a worktree of someone else's, stops that.
+ensure_kernel_repo() {
+	local repo have wt tmp
+	repo=$(kernel_repo)
+	have=$(kernel_repo_version)
+	[[ -n $have && $have == "$KERNEL_SOURCE_PKG_VERSION" ]] && return 0
+	ensure_kernel_source
+	if [[ -e $repo ]]; then
+		git -C "$repo" worktree prune 2>/dev/null || true
+		while read -r wt; do
+			if [[ $wt -ef $repo || $wt -ef $(kernel_tree export) ]]; then
+				continue
+			elif [[ $wt -ef $(kernel_tree patched) ]]; then
+				! series_tree_holds_work "$wt" ignore ||
+					die "$wt holds commits or changes that are not in the series, and $KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION is to replace ${have:-its source}:" \
+						"export them (scripts/kernel-series.sh --base $KERNEL_BASE export), or drop them (git -C $wt checkout -f --detach cfsb-base)"
+			else
+				die "$wt is a worktree of $repo, which $KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION is to replace (${have:-no version recorded} now):" \
+					"keep its work elsewhere and remove it (git -C $repo worktree remove --force $wt)"
+			fi
+		done < <(git -C "$repo" worktree list --porcelain 2>/dev/null | sed -n 's/^worktree //p')
+	fi
+	log "unpacking $KERNEL_SOURCE_TARBALL ($KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION)"
+	tmp="$CFSB_CACHE/unpack.$$"
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	tar -C "$tmp" -xf "$KERNEL_SOURCE_TARBALL"
+	tmp+=/$KERNEL_SOURCE_PKG
+	if [[ $(awk -F' = ' '$1 == "VERSION" { v = $2 } $1 == "PATCHLEVEL" { p = $2 }
+		$1 == "SUBLEVEL" { s = $2 } END { print v "." p "." s }' "$tmp/Makefile" 2>/dev/null) != "$KERNEL_BASE_VERSION" ]]; then
+		rm -rf "${tmp%/*}"
+		die "$KERNEL_SOURCE_TARBALL is not Linux $KERNEL_BASE_VERSION"
+	fi
+	(
+		cd "$tmp" || exit 1
+		git init -q
+		git config user.name "cfs-borrowing build"
+		git config user.email "build@localhost"
+		git config core.autocrlf false
+		git config gc.auto 0
+		printf '/build-*/\n' >>.git/info/exclude
+		# Debian's tarball ships a .gitignore that ignores everything.
+		git add -f -A .
+		# Fixed metadata: the base commit has the same id on every machine.
+		GIT_AUTHOR_DATE=2025-01-01T00:00:00Z GIT_COMMITTER_DATE=2025-01-01T00:00:00Z \
+			git commit -q -m "Linux $KERNEL_BASE_VERSION ($KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION)"
+		git tag cfsb-base
+	) || { rm -rf "${tmp%/*}"; die "cannot make a git repository of $KERNEL_SOURCE_TARBALL"; }
+	echo "$KERNEL_SOURCE_PKG_VERSION" >"$tmp/.git/cfsb-base-version"
+	if [[ -e $repo ]]; then
+		log "replacing $repo and its worktrees ($KERNEL_SOURCE_PKG ${have:-of no recorded version} by $KERNEL_SOURCE_PKG_VERSION)"
+		rm -rf "$repo" "$(kernel_tree patched)" "$(kernel_tree export)"
+	fi
+	mv "$tmp" "$repo"
+	rmdir "${tmp%/*}"
+}
 
 # --- series generated from source files -------------------------------------
 # A file that a series adds is kept as a source file in the checkout, at
