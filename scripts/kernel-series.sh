@@ -33,8 +33,9 @@ Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selft
               and build the kernel at each step, without a new compiler
               warning; from the patch that adds the KUnit suite on, boot each
               step in QEMU and require the suite to pass. --if-changed skips
-              a series that already passed (stamp in $CFSB_CACHE; a change
-              to the selftests patch alone does not count).
+              a series that already passed on the same source version (stamp
+              in $CFSB_CACHE; a change to the selftests patch alone does not
+              count).
   kunit-i386  the KUnit suite on a 32-bit kernel: tools/testing/kunit/kunit.py
               builds the patched tree for i386 (a small configuration: the
               options the suite needs, no SMP) in its build-i386-kunit
@@ -239,21 +240,23 @@ cmd_build_each() {
 		esac
 	done
 	stamp=$CFSB_CACHE/build-each-$KERNEL_BASE.passed
-	# What a step builds and runs: a patch that touches the selftests only
-	# (tools/testing/selftests) changes neither the kernel nor KUnit, so a
-	# change to it alone does not build the series again.
+	# The patched tree and its build directory: each step recompiles only
+	# what the patch touched, so any warning is its. (Made first: the
+	# source version it is made from is part of what passed.)
+	"$CFSB_ROOT/scripts/kernel-build.sh" --base "$KERNEL_BASE" --variant patched >/dev/null
+	# What a step builds and runs: the source version, and the patches but
+	# one that touches the selftests only (tools/testing/selftests), which
+	# changes neither the kernel nor KUnit, so that a change to it alone
+	# does not build the series again.
 	mapfile -t patches < <(series_patches | while read -r p; do
 		grep '^diff --git a/' "$p" | grep -qv '^diff --git a/tools/testing/selftests/' && echo "$p"
 	done)
-	want=$(files_hash "${patches[@]}")
+	want="$(files_hash "${patches[@]}") $(kernel_repo_version)"
 	if [[ $if_changed -eq 1 && $(cat "$stamp" 2>/dev/null) == "$want" ]]; then
-		log "this series already built and passed KUnit at every patch"
+		log "this series already built and passed KUnit at every patch on $KERNEL_SOURCE_PKG $(kernel_repo_version)"
 		return 0
 	fi
 	rm -f "$stamp"
-	# The patched tree and its build directory: each step recompiles only
-	# what the patch touched, so any warning is its.
-	"$CFSB_ROOT/scripts/kernel-build.sh" --base "$KERNEL_BASE" --variant patched >/dev/null
 	tree=$(kernel_tree patched)
 	build=$(kernel_build_dir patched x86_64 default)
 	head=$(git -C "$tree" rev-parse HEAD)
