@@ -18,6 +18,10 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      sandbox; as root); for both series
      (kernel/patches on 6.12, kernel/patches-7.2 on mainline 7.2): that it
      applies, checkpatch --strict, its selftests patch against selftests/;
+     the kernel source's version (scripts/check-kernel-source.sh: the
+     pin, the archive's newest of its major.minor once the pin is gone,
+     CFSB_KERNEL_SOURCE_VERSION, the tree made again for another version;
+     seconds, no network);
   2. builds the stock and the patched kernel (scripts/kernel-build.sh) and the
      selftests (selftests/Makefile);
   3. scripts/vm-run.sh itself: output and exit status pass through; in the
@@ -205,6 +209,8 @@ command -v ruff >/dev/null || python3 -m pip install -q ruff >/dev/null 2>&1 || 
 # checkpatch needs a kernel tree: make sure the source is unpacked.
 [[ $skip_build -eq 1 ]] || "$CFSB_ROOT/scripts/kernel-build.sh" --variant stock
 static_checks || true
+log "the kernel source's version"
+"$CFSB_ROOT/scripts/check-kernel-source.sh" | tee "$results/kernel-source.tap" || true
 
 # --- 2. builds --------------------------------------------------------------
 if [[ $skip_build -eq 0 ]]; then
@@ -608,7 +614,7 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	--info "$results/stock-v2/test_cpu.tap" --info "$results/patched-v2-icount/test_cpu.tap" \
 	--same-or-better "$results/stock-v2/test_cpu.tap" "$patched_runs" \
 	"${target_summary_opts[@]}" \
-	"$results/static.tap" "$results/entry-points.tap" "$results/vm-run.tap" \
+	"$results/static.tap" "$results/kernel-source.tap" "$results/entry-points.tap" "$results/vm-run.tap" \
 	"$results/patched-v2/kunit.tap" "$results/patched-v2/borrowing.tap" \
 	"$results/patched-v1/kunit.tap" "$results/patched-v1/borrowing.tap" \
 	"$results/patched-v2/stress.tap" "$results/patched-v1/stress.tap" \
