@@ -2,12 +2,13 @@
 # shellcheck disable=SC2016 # the conditions and the code expand later
 # The kernel source's version (scripts/lib.sh, kernel_source_resolve and
 # ensure_kernel_repo): TAP on stdout. No network and no download: the
-# archive is stubbed (but in 4.), the trees are made from small tarballs
+# archive is stubbed (but in 2.), the trees are made from small tarballs
 # in a cache of the check's own.
 #
 #   scripts/check-kernel-source.sh
 #
-# 1. The version taken: the pin when the machine has it (the archive is not
+# 1. Before one is taken, the version named is the tree's, else the pin.
+#    The version taken: the pin when the machine has it (the archive is not
 #    asked) or the archive does, silently; else the archive's newest of the
 #    pin's major.minor (by Debian's version order), said in one line on
 #    stderr with the pin; CFSB_KERNEL_SOURCE_VERSION's version for its base
@@ -90,6 +91,10 @@ echo "$pin72" >"$tmp/cache/linux-7.2-stock/.git/cfsb-base-version"
 in_lib -- "select_kernel_base 7.2; kernel_source_resolve; $taken"
 check "the pin, which the tree has: taken, the archive not asked, nothing said" \
 	'[[ $rc -eq 0 && $out == "$pin72 $rel72" && -z $err ]] && ! asked'
+echo 7.2.1015-1 >"$tmp/cache/linux-7.2-stock/.git/cfsb-base-version"
+in_lib -- "select_kernel_base 7.2; $taken; select_kernel_base 6.12; $taken"
+check "before one is taken, the version is the tree's (7.2), else the pin (6.12, no tree)" \
+	'[[ $rc -eq 0 && $out == "7.2.1015-1 7.2.1015"$'"'"'\n'"'"'"$pin612 ${pin612%-*}" ]] && ! asked'
 rm -rf "$tmp/cache/linux-7.2-stock"
 
 in_lib LISTED="7.2.0-1 $pin72 7.2.999-1" -- "select_kernel_base 7.2; kernel_source_resolve; $taken"

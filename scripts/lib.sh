@@ -21,9 +21,12 @@ CFSB_CACHE=${CFSB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cfs-borrowing}
 #         unpacked there; its series is kernel/patches-7.2, its trees
 #         linux-7.2-stock and linux-7.2-patched.
 # KERNEL_SOURCE_PIN is the Debian version of the source package the series
-# was made on, the one taken by default. The version taken is set by
-# kernel_source_resolve (KERNEL_SOURCE_PKG_VERSION, and KERNEL_BASE_VERSION,
-# Linux's own): unset before, so that nothing names the pin in its place.
+# was made on, the one taken by default. KERNEL_SOURCE_PKG_VERSION (and
+# KERNEL_BASE_VERSION, Linux's own) is the version the base's tree was
+# made from, which scripts/kernel-build.sh makes the version taken; the
+# pin where there is no tree yet. kernel_source_resolve sets the version
+# to take: what a script that names the version before the tree is made
+# calls first.
 KERNEL_BASES=(6.12 7.2)
 select_kernel_base() {
 	case $1 in
@@ -48,7 +51,9 @@ select_kernel_base() {
 	*) die "unknown kernel base '$1' (known: ${KERNEL_BASES[*]})" ;;
 	esac
 	KERNEL_BASE=$1
-	unset KERNEL_SOURCE_PKG_VERSION KERNEL_BASE_VERSION
+	local have
+	have=$(kernel_repo_version)
+	kernel_source_use "${have:-$KERNEL_SOURCE_PIN}"
 }
 
 # Debian packages the host side needs (build, boot, selftests); the kernel
