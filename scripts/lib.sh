@@ -231,7 +231,7 @@ kernel_source_record() { echo "$CFSB_CACHE/sources/$KERNEL_BASE/.cfsb-source-ver
 # kernel_source_tarball_version: the version of the source package whose
 # tarball is at $KERNEL_SOURCE_TARBALL, or nothing.
 kernel_source_tarball_version() {
-	local debs
+	local source_debs
 	[[ -f $KERNEL_SOURCE_TARBALL ]] || return 0
 	if [[ -z $KERNEL_SOURCE_SUITE ]]; then
 		# shellcheck disable=SC2016 # dpkg's fields, not the shell's
@@ -240,8 +240,8 @@ kernel_source_tarball_version() {
 		cat "$(kernel_source_record)"
 	else
 		# Unpacked without the record: the .deb beside it is its package.
-		debs=("$CFSB_CACHE/sources/${KERNEL_SOURCE_PKG}_"*_all.deb)
-		[[ ${#debs[@]} -eq 1 && -f ${debs[0]} ]] && dpkg-deb -f "${debs[0]}" Version
+		source_debs=("$CFSB_CACHE/sources/${KERNEL_SOURCE_PKG}_"*_all.deb)
+		[[ ${#source_debs[@]} -eq 1 && -f ${source_debs[0]} ]] && dpkg-deb -f "${source_debs[0]}" Version
 	fi
 	return 0
 }
