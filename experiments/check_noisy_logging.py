@@ -272,11 +272,16 @@ def check_boots_alike(tap: Tap, metas: dict[Path, dict[str, Any]]) -> None:
     """The boots of one configuration measured the same cells."""
     configs: dict[tuple[str, ...], dict[str, tuple[frozenset[tuple[str, ...]], ...]]] = {}
     for v, m in metas.items():
-        conf = (str(is_stock(v)), v.name.startswith("n1-"), m["hierarchy"], m.get("parts", ""))
+        # (The full tier's grid VMs, -gN, measure other cells than its boots.)
+        grid = re.search(r"-g[0-9]+$", v.name) is not None
+        conf = (str(is_stock(v)), v.name.startswith("n1-"), grid, m["hierarchy"], m.get("parts", ""))
         keys = []
-        for f, cols in (("exp1.csv", ("cmd", "quota_us", "mode")), ("exp2.csv", ("n", "cmd", "mode"))):
+        for f, cols in (
+            ("exp1.csv", ("cmd", "quota_us", "mode")),
+            ("exp2.csv", ("quota_sum_pct", "n", "cmd", "mode")),
+        ):
             keys.append(
-                frozenset(tuple(r[c] for c in cols) for r in rows(v / f))
+                frozenset(tuple(r.get(c, "100") for c in cols) for r in rows(v / f))
                 if (v / f).is_file()
                 else frozenset()
             )

@@ -68,8 +68,10 @@ Tiers:
            after 1 s; one sysbench run of 2 s per cell and boot: runs on the
            instruction clock agree to 0.01 %, boots to 0.2 %) and the
            headroom cells (N = 2, 3 with the quotas adding up to 80 ms): the
-           headline cells (50 and 20 ms; N = 1, 2, 5, headroom) in 3 boots,
-           the rest in 1 (--grid-boots), thread mode in experiment 1 only,
+           headline cells (50 and 20 ms; N = 1, 2, 5, the N = 2 headroom
+           cells) in 3 boots, the rest (33 and 25 ms, N = 3, 4, the N = 3
+           headroom cells) in 1 (--grid-boots), thread mode there and in
+           experiment 1 only,
            borrowd's quota mode on the stock kernel only; 3 overhead boots
            per kernel; the engines part in 2 boots of 4 s, borrowd pacing
            the workers (--pace) as a third mode; --estimate says how long
@@ -133,7 +135,7 @@ Options:
 EOF
 }
 
-tier=quick HIERARCHIES=(v2 v1) modes="" exp2_modes="" out=""
+tier=quick HIERARCHIES=(v2 v1) modes="" modes_given=0 exp2_modes="" out=""
 report_only=0 resume=0 stock_modes=off,agent no_build=0 borrowd="" vm_slots=2
 parts=exp1,exp2,throughput,overhead,engines exp2_n="" exp1_cmds="" exp1_quotas="" exp_opts=() wall=0
 boots="" ov_boots="" grid_boots="" engine_boots=""
@@ -143,7 +145,7 @@ while [[ $# -gt 0 ]]; do
 	--quick) tier=quick; shift ;;
 	--full) tier=full; shift ;;
 	--cgroup) hierarchies_arg "${2:-}"; shift 2 ;;
-	--modes) modes=${2:?}; shift 2 ;;
+	--modes) modes=${2:?} modes_given=1; shift 2 ;;
 	--exp2-modes) exp2_modes=${2:?}; shift 2 ;;
 	--stock-modes) stock_modes=${2:?}; shift 2 ;;
 	--no-build) no_build=1; shift ;;
@@ -176,6 +178,10 @@ quick) modes=${modes:-off,process,thread,incg,agent,agent-quota} ;;
 full) modes=${modes:-off,process,thread,incg,agent} exp2_modes=${exp2_modes:-off,process,incg,agent} ;;
 esac
 exp2_modes=${exp2_modes:-$modes}
+# The full tier's boots of the headline cells leave thread mode to its grid
+# VMs (it is not a target's mode), unless --modes names the modes.
+headline_modes=$modes
+[[ $tier == full && $modes_given == 0 ]] && headline_modes=off,process,incg,agent
 MODE_RE='(off|process|thread|incg|agent|agent-quota)'
 for m in "$modes" "$exp2_modes"; do
 	[[ $m =~ ^$MODE_RE(,$MODE_RE)*$ ]] ||
@@ -284,7 +290,7 @@ vm_plan() {
 	for ((b = 1; b <= boots; b++)); do
 		[[ -n $guest_parts ]] || break
 		for hier in "${HIERARCHIES[@]}"; do
-			echo "patched-$hier-b$b patched $hier --parts $guest_parts --modes $modes" \
+			echo "patched-$hier-b$b patched $hier --parts $guest_parts --modes $headline_modes" \
 				"--exp2-modes $exp2_modes ${exp_opts[*]} ${headline[*]}"
 		done
 		# (The engines next to the first boot's stock VMs: the longest VMs
