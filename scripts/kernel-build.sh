@@ -30,9 +30,11 @@ Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
     holding commits or changes not in the series is never reset: the build
     stops and says how to export (scripts/kernel-series.sh) or drop them;
   - configures: the architecture's defconfig, merged with
-    kernel/config/guest.config (trimmed for the guest), Kconfig.fragment and,
-    for --config debug, kcsan or hz100, kernel/config/C.config;
-    checks that every option of Kconfig.fragment took effect;
+    kernel/config/guest.config (trimmed for the guest), Kconfig.fragment (the
+    production options), kernel/config/kunit.config (the series' KUnit
+    tests, which run at boot) and, for --config debug, kcsan or hz100,
+    kernel/config/C.config; checks that every option of Kconfig.fragment
+    and kunit.config took effect;
   - builds with ccache; when nothing changed it returns at once;
   - installs the modules into the build directory's modules-root/, which
     scripts/vm-run.sh shares with the guest.
@@ -118,10 +120,15 @@ rpi4) fragments=("$CFSB_ROOT/kernel/config/rpi4.config") ;;
 	[[ $arch == arm64 ]] && fragments+=("$CFSB_ROOT/kernel/config/arm64-virt.config")
 	;;
 esac
-fragments+=("$CFSB_ROOT/Kconfig.fragment")
+# The series' options: the production ones, then the KUnit tests that
+# every kernel built here runs at boot (scripts/host-image.sh builds a
+# production kernel, without them).
+checked=("$CFSB_ROOT/Kconfig.fragment" "$CFSB_ROOT/kernel/config/kunit.config")
+fragments+=("${checked[@]}")
 [[ $config == debug || $config == kcsan || $config == hz100 ]] && fragments+=("$CFSB_ROOT/kernel/config/$config.config")
 
-# check_config: every option Kconfig.fragment sets must be in .config.
+# check_config: every option Kconfig.fragment and kunit.config set must be
+# in .config.
 # Options the tree does not know (the series' own, in the stock tree) are
 # skipped.
 check_config() {
@@ -140,8 +147,8 @@ check_config() {
 			grep -q "^$sym=" "$build/.config" && bad+=("$line (have: $(grep "^$sym=" "$build/.config"))")
 			;;
 		esac
-	done <"$CFSB_ROOT/Kconfig.fragment"
-	[[ ${#bad[@]} -eq 0 ]] || die "options of Kconfig.fragment did not take effect (missing dependency?):$(printf '\n  %s' "${bad[@]}")"
+	done < <(cat "${checked[@]}")
+	[[ ${#bad[@]} -eq 0 ]] || die "options of Kconfig.fragment or kunit.config did not take effect (missing dependency?):$(printf '\n  %s' "${bad[@]}")"
 }
 
 configure() {
