@@ -115,18 +115,14 @@ def planned(run: dict[str, Any], hiers: list[str]) -> set[str]:
     """The VMs noisy_logging.sh's vm_plan starts for run.json's parameters."""
     parts = set(str(run.get("parts", "")).split(","))
     names = set()
-    for b in range(1, int(run.get("boots", 1)) + 1):
-        for h in hiers:
-            if parts & {"exp1", "exp2", "throughput"}:
-                names.add(f"patched-{h}-b{b}")
-            if parts & {"exp1", "exp2"}:
-                names.add(f"stock-{h}-b{b}")
-    for b in range(1, int(run.get("grid_boots", 0)) + 1):
-        for h in hiers:
-            if parts & {"exp1", "exp2", "throughput"}:
-                names.add(f"patched-{h}-g{b}")
-            if parts & {"exp1", "exp2"}:
-                names.add(f"stock-{h}-g{b}")
+    # The boots (-bN) and the full tier's grid VMs (-gN).
+    for suffix, count in (("b", int(run.get("boots", 1))), ("g", int(run.get("grid_boots", 0)))):
+        for b in range(1, count + 1):
+            for h in hiers:
+                if parts & {"exp1", "exp2", "throughput"}:
+                    names.add(f"patched-{h}-{suffix}{b}")
+                if parts & {"exp1", "exp2"}:
+                    names.add(f"stock-{h}-{suffix}{b}")
     if "engines" in parts:
         names |= {f"engines-v2-b{b}" for b in range(1, int(run.get("engine_boots", 1)) + 1)}
     if "overhead" in parts:
