@@ -45,7 +45,7 @@ source "$root/scripts/guest-check.sh"
 cfsb_guest_only
 # shellcheck source=tools/tests/lib.sh
 source "$root/tools/tests/lib.sh"
-bin=$root/.build/tools/borrowd
+bin=${BORROWD:-$root/.build/tools/borrowd}
 run=$(mktemp -d)
 cg=/sys/fs/cgroup
 [[ -e $cg/cgroup.controllers ]] || cg=/sys/fs/cgroup/cpu
@@ -97,21 +97,21 @@ busy_ns() {
 	echo $(((user + nice + system + irq + softirq + steal) * 1000000000 / $(getconf CLK_TCK)))
 }
 
-# userdata N: container N's directory in Podman's metadata.
-userdata() { echo "$run/containers/storage/overlay-containers/$(printf 'c%063d' "$1")/userdata"; }
-# place_init N: container N's init, once its conmon has written it to
-# pidfile.new: the pidfile, and the init in the container's group.
-place_init() {
-	local dir
-	dir=$(userdata "$1")
-	until [[ -s $dir/pidfile.new ]]; do sleep 0.01; done
-	mv "$dir/pidfile.new" "$dir/pidfile"
-	pids+=("$(cat "$dir/pidfile")")
-	cat "$dir/pidfile" >"$cg/ovh-$1/cgroup.procs"
+# userdata N: container N's directory in Podman's metadata, into $dir.
+userdata() { printf -v dir '%s/containers/storage/overlay-containers/c%063d/userdata' "$run" "$1"; }
+# set_quota DIR: the group's quota, --quota per 100 ms.
+set_quota() {
+	if [[ -e $1/cpu.max ]]; then
+		echo "$quota 100000" >"$1/cpu.max"
+	else
+		echo 100000 >"$1/cpu.cfs_period_us"
+		echo "$quota" >"$1/cpu.cfs_quota_us"
+	fi
 }
 
-made=0
+made=0 inits=0
 mkfifo "$run/never"
+exec 8<>"$run/never"
 sysctl -qw kernel.bpf_stats_enabled=1 || echo "# no kernel.bpf_stats_enabled: BPF run time 0"
 echo "# kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup), $(nproc) CPUs; borrowd --mode $mode;" \
 	"quotas $quota us per 100 ms; $logging logging containers (conmon works $work us per 50 ms);" \
@@ -125,35 +125,63 @@ for n in "$@"; do
 	# containers than it is when they run).
 	((${#pids[@]})) && kill -STOP "${pids[@]}" 2>/dev/null
 	rm -f "$run/go"
+	# The directories with one mkdir, not one a container. A container's
+	# processes are subshells of this script (a fork, no exec): a
+	# container costs the set-up little CPU, whose 500 would take an hour
+	# under emulation otherwise. Waits are reads of a FIFO nobody writes,
+	# with a timeout (no sleep(1) to fork and exec).
+	new=()
+	for ((i = made; i < n; i++)); do
+		userdata "$i"
+		new+=("$dir" "$cg/ovh-$i")
+	done
+	((${#new[@]})) && mkdir -p "${new[@]}"
 	for ((; made < n; made++)); do
-		dir=$(userdata "$made")
-		mkdir -p "$dir"
-		make_group "ovh-$made" "$quota"
+		userdata "$made"
+		set_quota "$cg/ovh-$made"
 		# conmon, and its child the container's init (borrowd takes a
-		# conmon that is the parent of the container's first process).
+		# conmon that is the parent of the container's first process),
+		# which joins the container's group and writes the pid file.
 		if ((made < logging)); then
 			# Busy once every container is made ($run/go): the setup
 			# is not slowed by them.
-			# Waits are reads of a FIFO nobody writes, with a
-			# timeout: a sleep(1) every 50 ms would be a fork and
-			# exec, far more CPU than the work itself.
-			bash -c 'exec 9<>"$4"
-				until [[ -e $3 ]]; do read -r -t 1 -u 9; done
-				(while :; do :; done) & echo $! >"$1"
-				while :; do t=$((${EPOCHREALTIME/./} + $2)); while ((${EPOCHREALTIME/./} < t)); do :; done; read -r -t 0.05 -u 9; done' \
-				_ "$dir/pidfile.new" "$work" "$run/go" "$run/never" &
+			(
+				exec 9<>"$run/never"
+				until [[ -e $run/go ]]; do read -r -t 1 -u 9; done
+				(
+					echo "$BASHPID" >"$cg/ovh-$made/cgroup.procs"
+					echo "$BASHPID" >"$dir/pidfile"
+					while :; do :; done
+				) &
+				while :; do
+					t=$((${EPOCHREALTIME/./} + work))
+					while ((${EPOCHREALTIME/./} < t)); do :; done
+					read -r -t 0.05 -u 9
+				done
+			) &
 		else
-			bash -c 'sleep 3600 & echo $! >"$1"; exec sleep 3600' _ "$dir/pidfile.new" &
+			(
+				exec 9<>"$run/never"
+				(
+					echo "$BASHPID" >"$cg/ovh-$made/cgroup.procs"
+					echo "$BASHPID" >"$dir/pidfile"
+					while :; do read -r -t 3600 -u 9; done
+				) &
+				while :; do read -r -t 3600 -u 9; done
+			) &
 		fi
 		pids+=("$!")
 		echo "$!" >"$dir/conmon.pid"
-		((made < logging)) || place_init "$made"
 	done
-	# The logging containers' inits, now that they start.
+	# The logging containers start; every init, once it has written its
+	# pid file.
 	touch "$run/go"
 	kill -CONT "${pids[@]}" 2>/dev/null
-	for ((i = 0; i < made && i < logging; i++)); do
-		[[ -s $(userdata "$i")/pidfile ]] || place_init "$i"
+	for (( ; inits < made; inits++)); do
+		userdata "$inits"
+		until [[ -s $dir/pidfile ]]; do read -r -t 0.01 -u 8; done
+		read -r p <"$dir/pidfile"
+		pids+=("$p")
 	done
 	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines podman --mode "$mode" "${daemon[@]}" --stats "$run/stats.json" \
 		--quota-state "$run/quota" >"$run/borrowd.log" 2>&1 &
