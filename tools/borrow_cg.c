@@ -569,13 +569,46 @@ int bcg_check(const struct bcg *g)
 	return -BCG_ENOFEATURE;
 }
 
+/*
+ * The borrowing files kept open, by group directory (a hash of it picks the
+ * entry): a client charged every period costs one write(2), not a check,
+ * an open and a close. A removed group's file refuses writes (ENODEV): the
+ * path is then opened again, and names whatever group is there now.
+ */
+#define CHARGE_FDS	128
+
+static struct {
+	char *dir;
+	int fd;
+} charge_fds[CHARGE_FDS];
+
+static unsigned int dir_hash(const char *dir)
+{
+	unsigned int h = 2166136261u;
+
+	for (; *dir; dir++)
+		h = (h ^ (unsigned char)*dir) * 16777619u;
+	return h % CHARGE_FDS;
+}
+
 /* Writes the charge BUF to the group's file: 0 or -error. */
 static int write_charge(const struct bcg *g, const char *buf)
 {
 	char path[PATH_MAX + 64];
 	ssize_t len = strlen(buf);
+	unsigned int h = dir_hash(g->dir);
 	int fd, ret;
 
+	if (charge_fds[h].dir && !strcmp(charge_fds[h].dir, g->dir)) {
+		if (write(charge_fds[h].fd, buf, len) == len)
+			return 0;
+		ret = -errno;
+		if (ret != -ENODEV && ret != -ENOENT)
+			return ret;
+		close(charge_fds[h].fd);
+		free(charge_fds[h].dir);
+		charge_fds[h].dir = NULL;
+	}
 	ret = bcg_check(g);
 	if (ret)
 		return ret;
@@ -585,7 +618,15 @@ static int write_charge(const struct bcg *g, const char *buf)
 		return errno == ENOENT ? bcg_check(g) ?: -ENOENT : -errno;
 	if (write(fd, buf, len) != len)
 		ret = -errno;
-	close(fd);
+	/* Kept in place of the entry's group, whose next charge opens it again. */
+	if (charge_fds[h].dir) {
+		close(charge_fds[h].fd);
+		free(charge_fds[h].dir);
+	}
+	charge_fds[h].dir = strdup(g->dir);
+	charge_fds[h].fd = fd;
+	if (!charge_fds[h].dir)
+		close(fd);
 	return ret;
 }
 
