@@ -9,6 +9,7 @@ LOG_TIME_OF_DAY=1
 usage() {
 	cat <<EOF
 Usage: ${0##*/} [--results DIR] [--skip-build] [--targets none|auto|all] [--thorough]
+                    [--host-image]
 
 Runs every test of the project and ends with "N passed, N failed, N skipped":
   1. static checks: shellcheck, ruff (installed with pip, skipped where
@@ -106,6 +107,12 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      (from scratch, as measured on a loaded host: 7.2 30 minutes,
      arm64 37 and its root filesystem 7; each target's test_cpu about 10
      minutes per kernel); it implies --thorough.
+ 10. with --host-image only: the patched kernel as a user installs it
+     (scripts/host-image.sh): a Debian package built from Debian 12's
+     configuration and Kconfig.fragment, installed into a Debian 12
+     image that QEMU boots with its own initramfs and systemd, where the
+     selftests and the container demo run (see docs/install.md for its
+     times: the first run builds the kernel package).
 --thorough: every container section on every hierarchy and a million-line
 flood (5.), the study on cgroup v1 as well (8.): about 40 minutes more
 (estimated from the parts' times).
@@ -121,13 +128,14 @@ results/tests).
 EOF
 }
 
-results=$CFSB_ROOT/results/tests skip_build=0 targets=none thorough=0
+results=$CFSB_ROOT/results/tests skip_build=0 targets=none thorough=0 host_image=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--results) results=${2:?}; shift 2 ;;
 	--skip-build) skip_build=1; shift ;;
 	--targets) targets=${2:?}; shift 2 ;;
 	--thorough) thorough=1; shift ;;
+	--host-image) host_image=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
@@ -608,6 +616,24 @@ if [[ $targets != none ]]; then
 	target_tests 6.12 arm64
 fi
 
+# --- 10. the kernel package in a Debian 12 image ------------------------------
+host_image_files=()
+if ((host_image)); then
+	log "the kernel package in a Debian 12 image (scripts/host-image.sh)"
+	{
+		echo "TAP version 13"
+		what="the kernel package from Debian's configuration boots a Debian 12 image; its selftests and the container demo pass there"
+		if "$CFSB_ROOT/scripts/host-image.sh" --results "$results/host-image" >"$results/host-image.log" 2>&1; then
+			echo "ok 1 $what"
+		else
+			echo "not ok 1 $what"
+			tail -20 "$results/host-image.log" | sed 's/^/# /'
+		fi
+		echo "1..1"
+	} >"$results/host-image.tap"
+	host_image_files=("$results/host-image.tap")
+fi
+
 log "all tests ran in $(($(now_s) - t0)) s"
 echo
 python3 "$CFSB_ROOT/scripts/tap_summary.py" \
@@ -625,4 +651,5 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
 	"$results"/tools-stock-v{2,1}/{cgborrow,borrowd}-stock.tap "$results/tools-engines.tap" \
 	"$results/tools-engines-stock.tap" \
-	"$results/noisy_logging.tap" "$results/study-check.tap" "${target_summary_files[@]}"
+	"$results/noisy_logging.tap" "$results/study-check.tap" "${target_summary_files[@]}" \
+	"${host_image_files[@]}"
