@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <glob.h>
 #include <libcgroup.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -511,6 +513,171 @@ int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
 	}
 	proc_index_free(&ix);
 	return ret;
+}
+
+/*
+ * Watching the engines' metadata (inotify): every directory on the way
+ * from the run directory to a pid file that an engine's pattern matches.
+ * A directory made there is watched as it comes, so that its pid files are
+ * seen too. Watched by inode, a directory that several patterns cross is
+ * one watch, at a level of each pattern (-1: not on its way).
+ */
+struct watch {
+	char *path;
+	signed char level[ARRAY_SIZE(engines)];
+};
+
+#define WATCH_EVENTS	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
+			 IN_CLOSE_WRITE | IN_ONLYDIR)
+
+static struct watch *watches;	/* by watch descriptor */
+static int cap_watches;
+static int watch_fd = -1;
+static int watch_err;		/* a directory could not be watched */
+
+/* Component LEVEL of engine E's pattern into BUF; the number of components. */
+static int pattern_part(size_t e, int level, char *buf, size_t len)
+{
+	const char *p = engines[e].pattern;
+	int n = 0;
+
+	for (;;) {
+		size_t part = strcspn(p, "/");
+
+		if (n == level)
+			snprintf(buf, len, "%.*s", (int)part, p);
+		n++;
+		if (!p[part])
+			return n;
+		p += part + 1;
+	}
+}
+
+/* NAME in a directory at LEVEL of engine E's pattern may be on its way. */
+static bool on_pattern(size_t e, int level, const char *name)
+{
+	char part[256];
+	int n = pattern_part(e, level, part, sizeof(part));
+
+	if (!fnmatch(part, name, FNM_PERIOD))
+		return true;
+	/* The leaf: the worker's pid file too (CRI-O names it otherwise). */
+	return level == n - 1 && engines[e].worker &&
+	       (!strcmp(name, engines[e].worker) || !strcmp(name, "conmon-pidfile"));
+}
+
+/* Watches DIR, at LEVEL of engine E's pattern, and what is on its way below. */
+static void watch_dir(const char *dir, size_t e, int level)
+{
+	char part[256], child[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	int wd, n;
+	DIR *d;
+
+	wd = inotify_add_watch(watch_fd, dir, WATCH_EVENTS);
+	if (wd < 0) {
+		/* A directory that went meanwhile is no loss. */
+		if (errno != ENOENT && errno != ENOTDIR)
+			watch_err = -errno;
+		return;
+	}
+	n = cap_watches;
+	if (bcg_grow((void **)&watches, &cap_watches, wd + 1, sizeof(*watches))) {
+		watch_err = -ENOMEM;
+		return;
+	}
+	memset(watches + n, 0, (cap_watches - n) * sizeof(*watches));
+	if (!watches[wd].path || strcmp(watches[wd].path, dir)) {
+		free(watches[wd].path);
+		watches[wd].path = strdup(dir);
+		memset(watches[wd].level, -1, sizeof(watches[wd].level));
+	}
+	watches[wd].level[e] = level;
+	n = pattern_part(e, level, part, sizeof(part));
+	if (level >= n - 1)
+		return;
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		if (fnmatch(part, de->d_name, FNM_PERIOD) ||
+		    snprintf(child, sizeof(child), "%s/%s", dir, de->d_name) >= (int)sizeof(child))
+			continue;
+		if (de->d_type == DT_DIR ||
+		    (de->d_type == DT_UNKNOWN && !stat(child, &st) && S_ISDIR(st.st_mode)))
+			watch_dir(child, e, level + 1);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Every engine's pattern, from the run directory down. */
+static void watch_all(void)
+{
+	watch_err = 0;
+	for (size_t e = 0; e < ARRAY_SIZE(engines); e++)
+		watch_dir(bcg_run_dir(), e, 0);
+}
+
+int bcg_watch_containers(void)
+{
+	watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (watch_fd < 0)
+		return -errno;
+	watch_all();
+	if (watch_err) {
+		close(watch_fd);
+		watch_fd = -1;
+		return watch_err;
+	}
+	return watch_fd;
+}
+
+/* One event: whether it changed the metadata. */
+static bool watch_event(const struct inotify_event *ev)
+{
+	bool made = (ev->mask & (IN_CREATE | IN_MOVED_TO)) && (ev->mask & IN_ISDIR);
+	bool changed = false;
+	char child[PATH_MAX];
+	struct watch *w;
+
+	/* Events were lost: watch everything again. */
+	if (ev->mask & IN_Q_OVERFLOW) {
+		watch_all();
+		return true;
+	}
+	if (ev->wd < 0 || ev->wd >= cap_watches || !watches[ev->wd].path)
+		return false;
+	w = &watches[ev->wd];
+	if (ev->mask & IN_IGNORED) {
+		free(w->path);
+		w->path = NULL;
+		return false;
+	}
+	for (size_t e = 0; ev->len && e < ARRAY_SIZE(engines); e++) {
+		if (w->level[e] < 0 || !on_pattern(e, w->level[e], ev->name))
+			continue;
+		changed = true;
+		if (made && snprintf(child, sizeof(child), "%s/%s", w->path,
+				     ev->name) < (int)sizeof(child))
+			watch_dir(child, e, w->level[e] + 1);
+	}
+	return changed;
+}
+
+int bcg_watch_read(void)
+{
+	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const struct inotify_event *ev;
+	bool changed = false;
+	ssize_t len;
+
+	while ((len = read(watch_fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + len; p += sizeof(*ev) + ev->len) {
+			ev = (const struct inotify_event *)p;
+			changed |= watch_event(ev);
+		}
+	}
+	return watch_err ?: changed;
 }
 
 struct match {

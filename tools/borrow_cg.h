@@ -123,6 +123,20 @@ size_t bcg_common_len(const char *a, const char *b);
 int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
 			void *arg);
 
+/*
+ * Watches the engines' metadata, the directories bcg_scan_containers()
+ * reads, for containers that come and go (inotify): the descriptor to
+ * wait on (readable on a change), or -errno if some directory could not
+ * be watched (a scan now and then must do without).
+ */
+int bcg_watch_containers(void);
+/*
+ * Reads the watch's events, and watches the directories they made: 1 if
+ * the metadata changed (a container came or went), 0 if not, -errno if a
+ * directory could not be watched.
+ */
+int bcg_watch_read(void);
+
 /* The file exists and the cpu controller is on: 0 or -error. */
 int bcg_check(const struct bcg *g);
 /* Charge USEC (for WORKER if not 0): 0 or -error. */

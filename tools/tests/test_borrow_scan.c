@@ -5,8 +5,9 @@
  * shim's child with the container's id and namespace in its environment),
  * the init's pid file where the shim writes it. Each container's logger is
  * found, a process that claims a container's id from elsewhere is not, and
- * a scan reads each process's files once, not once per container. KTAP on
- * stdout.
+ * a scan reads each process's files once, not once per container. The
+ * watch on the engines' metadata sees containers come and go, and nothing
+ * else. KTAP on stdout.
  *
  *   test_borrow_scan [--bench N]
  *
@@ -165,10 +166,10 @@ static double cpu_s(void)
 int main(int argc, char **argv)
 {
 	bool bench = argc == 3 && !strcmp(argv[1], "--bench");
-	char run[] = "/tmp/test_borrow_scan.XXXXXX", cmd[64];
+	char run[] = "/tmp/test_borrow_scan.XXXXXX", cmd[256];
 	char claim[96], *const claim_env[] = { claim, "CONTAINER_NAMESPACE=default", NULL };
 	long long r0, r1;
-	int all = 1, procs;
+	int all = 1, procs, watch = -1;
 	pid_t impostor;
 
 	if (bench)
@@ -182,7 +183,7 @@ int main(int argc, char **argv)
 	if (!containers || !found)
 		die("calloc");
 	if (!bench)
-		printf("TAP version 13\n1..3\n");
+		printf("TAP version 13\n1..6\n");
 	if (!mkdtemp(run))
 		die("mkdtemp");
 	setenv("CGBORROW_RUNDIR", run, 1);
@@ -191,8 +192,19 @@ int main(int argc, char **argv)
 	/* Not the shim's child: the test's, with the first container's id. */
 	snprintf(claim, sizeof(claim), "CONTAINER_ID=%.64s", containers[0].id);
 	impostor = sleeper(claim_env);
+	/* Before the containers' pid files: the watch sees them come. */
+	if (!bench)
+		watch = bcg_watch_containers();
 	for (int i = 0; i < nr_containers; i++)
 		write_init_pid(run, &containers[i]);
+	if (!bench) {
+		result(watch >= 0 && bcg_watch_read() == 1,
+		       "the watch on the engines' metadata sees containers made after it began");
+		snprintf(cmd, sizeof(cmd), "touch %s/other %s/containerd/other", run, run);
+		if (system(cmd))
+			die("touch");
+		result(bcg_watch_read() == 0, "... and not files off the engines' paths");
+	}
 
 	procs = nr_processes();
 	if (bench) {
@@ -234,6 +246,11 @@ int main(int argc, char **argv)
 		result(r1 - r0 <= procs + 12 * nr_containers,
 		       "a scan reads each process's stat once, not once per container (at most processes + 12 per container)");
 	}
+	snprintf(cmd, sizeof(cmd), "rm -r %s/containerd/%s/default/%.12s*", run,
+		 "io.containerd.runtime.v2.task", containers[0].id);
+	if (system(cmd))
+		die("rm");
+	result(bcg_watch_read() == 1, "... and a container that goes");
 
 out:
 	for (int i = 0; i < nr_containers; i++) {
