@@ -33,6 +33,11 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* The thread rule's budget per piece of evidence; the agent sets it. */
 const volatile __u64 evidence_ns = DAEMON_EVIDENCE_US * 1000ULL;
+/*
+ * Whether any shared daemon is named (the agent sets it): without, the
+ * programs that run for every task skip the daemons' maps altogether.
+ */
+const volatile bool have_daemons = true;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -40,6 +45,15 @@ struct {
 	__type(key, __u32);		/* tgid */
 	__type(value, struct worker);
 } workers SEC(".maps");
+
+/* The workers' sums, by slot: the agent reads them from its memory. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, MAX_WORKERS);
+	__type(key, __u32);
+	__type(value, struct worker_sum);
+} sums SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -82,9 +96,10 @@ struct {
 	__type(value, struct thread_work);
 } thread_clients SEC(".maps");
 
-/* Per client id: the daemon CPU time spent for it, in ns. */
+/* Per client id: the daemon CPU time spent for it, in ns (mapped, as sums). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, MAX_CLIENTS);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -176,25 +191,40 @@ static struct thread_work *daemon_thread(__u32 tid)
 	return t;
 }
 
+/* The worker process TGID's sums, if it is a worker. */
+static struct worker_sum *worker_of(__u32 tgid)
+{
+	struct worker *w = bpf_map_lookup_elem(&workers, &tgid);
+
+	return w ? bpf_map_lookup_elem(&sums, &w->slot) : NULL;
+}
+
+/*
+ * Every context switch on the machine runs this: a task that is neither a
+ * worker nor a daemon costs one hash lookup (two with daemons named).
+ */
 SEC("tracepoint/sched/sched_switch")
 int borrowd_switch(struct sched_switch_args *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 zero = 0, tgid = id >> 32;
 	struct thread_work *t;
+	struct worker_sum *w;
 	struct cpu_run *run;
-	struct worker *w;
 
 	run = bpf_map_lookup_elem(&runs, &zero);
 	if (!run)
 		return 0;
 	/* Runs that began before the agent attached are not counted. */
 	if (run->start && tgid) {
-		w = bpf_map_lookup_elem(&workers, &tgid);
+		w = worker_of(tgid);
 		if (w) {
-			if (!w->gone)
+			if (!w->gone) {
 				__sync_fetch_and_add(&w->ns, now - run->start);
-		} else if (bpf_map_lookup_elem(&daemons, &tgid)) {
+				/* Where it ran: the agent reads it again on a change. */
+				w->cgroup = bpf_get_current_cgroup_id();
+			}
+		} else if (have_daemons && bpf_map_lookup_elem(&daemons, &tgid)) {
 			t = daemon_thread((__u32)id);
 			/* It blocks (it was not preempted): a boundary. */
 			if (t && ctx->prev_state && !(ctx->prev_state & SWITCH_PREEMPTED))
@@ -231,11 +261,13 @@ SEC("tracepoint/sched/sched_wakeup_new")
 int borrowd_fork(struct sched_wakeup_new_args *ctx)
 {
 	__u32 pid = ctx->pid;
-	struct worker *w;
+	struct worker_sum *w;
 
-	w = bpf_map_lookup_elem(&workers, &pid);
+	w = worker_of(pid);
 	if (w)
 		w->gone = 1;
+	if (!have_daemons)
+		return 0;
 	bpf_map_delete_elem(&daemons, &pid);
 	/* A new thread starts with no client, whatever its tid's last did. */
 	bpf_map_delete_elem(&thread_clients, &pid);

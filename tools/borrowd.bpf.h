@@ -19,11 +19,22 @@
 #define DAEMON_EVIDENCE_US_MAX	100000
 
 /*
- * A worker process (by tgid): the CPU time its threads ran, in ns. Once a
- * new task gets its pid, the worker is gone and nothing more counts.
+ * A worker process (by tgid, in the workers map): its slot in the sums map,
+ * which the agent maps into its memory and reads without a system call.
  */
 struct worker {
+	__u32 slot;
+	__u32 pad;
+};
+
+/*
+ * A worker's slot: the CPU time its threads ran, in ns, and the cgroup
+ * (v2 id) it last ran in. Once a new task gets its pid, the worker is gone
+ * and nothing more counts.
+ */
+struct worker_sum {
 	__u64 ns;
+	__u64 cgroup;
 	__u32 gone;
 	__u32 pad;
 };

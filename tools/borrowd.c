@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +42,12 @@
 #define DEFAULT_CONFIG	"/etc/borrowd.conf"
 #define DEFAULT_PACE_STATE	"/run/borrowd/paced"
 #define DEFAULT_QUOTA_STATE	"/run/borrowd/quota"
+/*
+ * After the engines' metadata changed, it is read every --scan-ms for this
+ * long: a containerd logger starts after the pid file that names its
+ * container, and no event tells when.
+ */
+#define SETTLE_S	10
 /* A number in a string literal (the usage text's defaults). */
 #define STR_(x)	#x
 #define STR(x)	STR_(x)
@@ -48,7 +55,7 @@
 const char *const mode_names[] = { "auto", "kernel", "quota" };
 
 struct borrowd_opts opt = {
-	.interval_ms = 100, .scan_ms = 1000,
+	.interval_ms = 100, .scan_ms = 1000, .rescan_s = 30,
 	.pod_logs = "/var/log/containers",
 	.engine_podman = true, .engine_containerd = true,
 	.pid_form = true,
@@ -78,7 +85,8 @@ void msg(const char *fmt, ...)
 static const char usage_text[] =
 "Usage: borrowd [--config FILE] [--worker PID:CGROUP]... [--engines LIST]\n"
 "               [--daemon PID|NAME|PATH]... [--pod-logs DIR] [--evidence-us US]\n"
-"               [--interval-ms MS] [--scan-ms MS] [--mode auto|kernel|quota]\n"
+"               [--interval-ms MS] [--scan-ms MS] [--rescan-s SEC]\n"
+"               [--mode auto|kernel|quota]\n"
 "               [--quota-state FILE] [--pace] [--pace-periods N]\n"
 "               [--pace-state FILE] [--no-worker-pid] [--stats FILE]\n"
 "               [--duration SEC] [--verbose]\n"
@@ -130,7 +138,11 @@ static const char usage_text[] =
 "                       state files name, and exit\n"
 "  --interval-ms MS     charge every MS milliseconds (default 100, one CFS\n"
 "                       period)\n"
-"  --scan-ms MS         look for containers every MS ms (default 1000)\n"
+"  --scan-ms MS         look for containers at most every MS ms, for " STR(SETTLE_S) " s\n"
+"                       after the engines' metadata changed (default 1000);\n"
+"                       shared daemons' files every MS ms\n"
+"  --rescan-s SEC       look for containers every SEC s even when nothing\n"
+"                       changed, should a change have been missed (default 30)\n"
 "  --no-worker-pid      charge \"USEC\" only, not \"USEC PID\" (the default\n"
 "                       falls back to it on kernels without the form)\n"
 "  --stats FILE         on SIGUSR1 and at exit, write the totals to FILE\n"
@@ -246,6 +258,8 @@ static int set(const char *key, const char *val)
 		return set_ms(val, &opt.interval_ms);
 	if (!strcmp(key, "scan_ms"))
 		return set_ms(val, &opt.scan_ms);
+	if (!strcmp(key, "rescan_s"))
+		return set_long(val, 1, 3600, &opt.rescan_s);
 	if (!strcmp(key, "worker_pid"))
 		return set_bool(val, &opt.pid_form);
 	if (!strcmp(key, "verbose"))
@@ -338,6 +352,7 @@ static const struct option long_opts[] = {
 	{ "engines", required_argument, NULL, 'e' },
 	{ "interval-ms", required_argument, NULL, 'i' },
 	{ "scan-ms", required_argument, NULL, 's' },
+	{ "rescan-s", required_argument, NULL, 'r' },
 	{ "no-worker-pid", no_argument, NULL, 'P' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -375,7 +390,7 @@ static int parse_args(int argc, char **argv)
 		return ret;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:Pd:vhD:pN:L:E:S:RM:Q:T:",
+	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:r:Pd:vhD:pN:L:E:S:RM:Q:T:",
 				long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -391,6 +406,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 's':
 			key = "scan_ms";
+			break;
+		case 'r':
+			key = "rescan_s";
 			break;
 		case 'D':
 			key = "daemon";
@@ -581,10 +599,65 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Watching the engines' metadata (this inotify descriptor): scans on changes. */
+static int watch_fd = -1;
+
+/*
+ * Watches the engines' metadata, if any engine is read: otherwise, or if
+ * it cannot, the loop scans every --scan-ms.
+ */
+static void watch_engines(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+	int fd;
+
+	if (!opt.engine_podman && !opt.engine_containerd && !daemons_named())
+		return;
+	fd = bcg_watch_containers();
+	if (fd >= 0 && !epoll_ctl(events_fd, EPOLL_CTL_ADD, fd, &ev)) {
+		watch_fd = fd;
+		return;
+	}
+	msg("cannot watch the engines' metadata: %s (looking for containers every %ld ms)",
+	    strerror(fd < 0 ? -fd : errno), opt.scan_ms);
+}
+
+/*
+ * What happened since the last round, without waiting: workers that exited
+ * (true), and whether the engines' metadata changed (*CHANGED). An exited
+ * worker's pidfd stays ready until its rule goes: more than fit here wait
+ * for the next round, behind the others (epoll queues a reported one last).
+ */
+static bool read_events(bool *changed)
+{
+	struct epoll_event evs[256];
+	bool exited = false;
+	int n, ret;
+
+	n = epoll_wait(events_fd, evs, ARRAY_SIZE(evs), 0);
+	for (int i = 0; i < n; i++) {
+		if (evs[i].data.u64) {
+			worker_exited((pid_t)evs[i].data.u64);
+			exited = true;
+			continue;
+		}
+		ret = bcg_watch_read();
+		if (ret < 0) {
+			msg("cannot watch the engines' metadata: %s (looking for "
+			    "containers every %ld ms)", strerror(-ret), opt.scan_ms);
+			epoll_ctl(events_fd, EPOLL_CTL_DEL, watch_fd, NULL);
+			watch_fd = -1;
+		}
+		*changed |= ret != 0;
+	}
+	return exited;
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
-	double start, next_scan = 0;
+	double start, next_scan = 0, last_scan = -1e9, settle_until = 0;
+	double next_note = 0, next_daemons = 0;
 	int ret;
 
 	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
@@ -642,7 +715,10 @@ int main(int argc, char **argv)
 	skel = borrowd_bpf__open();
 	if (skel) {
 		skel->rodata->evidence_ns = opt.evidence_us * 1000ULL;
+		skel->rodata->have_daemons = daemons_named();
 		ret = borrowd_bpf__load(skel);
+		if (!ret)
+			ret = map_sums() ?: map_client_sums();
 		if (ret) {
 			borrowd_bpf__destroy(skel);
 			skel = NULL;
@@ -694,6 +770,13 @@ int main(int argc, char **argv)
 			return EXIT_NOFEATURE;
 		}
 	}
+	events_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (events_fd < 0) {
+		msg("epoll: %s", strerror(errno));
+		borrowd_bpf__destroy(skel);
+		return 1;
+	}
+	watch_engines();
 	for (int i = 0; i < nr_pending; i++) {
 		struct bcg g;
 
@@ -708,21 +791,43 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
 	start = now_s();
+	/* Loggers of containers made just before borrowd: as after a change. */
+	settle_until = start + SETTLE_S;
 	msg("ready: charging every %ld ms in %s mode (engines:%s%s)", opt.interval_ms,
 	    mode_names[opt.mode], opt.engine_podman ? " podman" : "",
 	    opt.engine_containerd ? " containerd" : "");
 
 	while (!stop) {
-		double now = now_s();
-		bool scan = now >= next_scan;
+		double now = now_s(), scan_s = opt.scan_ms / 1000.0;
+		bool changed = false, reap, scan, note;
 
+		/*
+		 * The engines' metadata is read when it changed (at most every
+		 * --scan-ms), for a while after, and every --rescan-s.
+		 */
+		reap = read_events(&changed);
+		if (changed) {
+			settle_until = now + SETTLE_S;
+			if (next_scan > last_scan + scan_s)
+				next_scan = last_scan + scan_s;
+		}
+		scan = now >= next_scan;
 		if (scan) {
 			scan_engines();
-			find_daemons();
-			scan_daemon_fds();
-			next_scan = now + opt.scan_ms / 1000.0;
+			last_scan = now;
+			next_scan = now + (watch_fd >= 0 && now >= settle_until ?
+					   opt.rescan_s : scan_s);
 		}
-		charge_all(scan);
+		/* A daemon's files change with no event: read every --scan-ms. */
+		if (daemons_named() && now >= next_daemons) {
+			find_daemons();
+			scan_daemon_fds(scan);
+			next_daemons = now + scan_s;
+		}
+		note = now >= next_note;
+		if (note)
+			next_note = now + scan_s;
+		charge_all(reap || scan, note);
 		charge_clients();
 		if (opt.mode == MODE_QUOTA)
 			bq_tick();
@@ -739,7 +844,7 @@ int main(int argc, char **argv)
 		else
 			usleep(opt.interval_ms * 1000);
 	}
-	charge_all(false);
+	charge_all(false, false);
 	charge_clients();
 	for (int i = 0; i < nr_rules; i++)
 		unpace(&rules[i]);

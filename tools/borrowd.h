@@ -39,16 +39,21 @@ struct rule {
 	 * last charges stop at the same level.
 	 */
 	struct bcg worker_g;
+	__u64 cgroup;		/* cgroup v2: the id of worker_g, as BPF saw it */
+	__u32 slot;		/* its sums in the BPF map */
 	int source;
 	char container[128];	/* SRC_ENGINE: the container's id */
 	__u64 counted_ns;	/* worker CPU time covered by charges */
 	__u64 sum_ns;		/* the BPF sum, this round */
+	__u64 running_ns;	/* its runs in progress, this round */
 	unsigned long long charged_us;
 	unsigned long long failed_us;	/* charges that failed, not retried */
 	int last_err;		/* reported once until it changes */
 	bool seen;		/* in the last engine scan */
 	bool stopped;		/* paced: SIGSTOPped by us */
 	bool gone;		/* its pid is another process's now */
+	bool exited;		/* its pidfd polled readable */
+	bool ran;		/* charged since its group was last read */
 	unsigned long rounds, paused;
 };
 
@@ -67,7 +72,7 @@ struct client {
 
 struct borrowd_opts {
 	const char *config;
-	long interval_ms, scan_ms;
+	long interval_ms, scan_ms, rescan_s;
 	bool engine_podman, engine_containerd;
 	bool pid_form;
 	bool cgroup_form;	/* the kernel takes "USEC cgroup=ID" */
@@ -95,14 +100,20 @@ extern int nr_cpus;
 /* borrowd_workers.c */
 extern struct rule *rules;
 extern int nr_rules;
+/* The epoll set the main loop waits on: the workers' pidfds join it. */
+extern int events_fd;
 int alloc_in_progress(void);
+/* Maps the BPF sums into memory, once loaded: 0 or -errno. */
+int map_sums(void);
+/* The worker's pidfd polled readable: the next charge_all() reaps it. */
+void worker_exited(pid_t worker);
 struct rule *find_rule(pid_t worker);
 void read_comm(pid_t pid, char *comm, size_t len);
 int add_rule(pid_t worker, unsigned long long start,
 	     const struct bcg *client, int source, const char *container);
 int charge(const struct bcg *g, unsigned long long usec, pid_t worker,
 	   const struct bcg *wg);
-void charge_all(bool reap);
+void charge_all(bool reap, bool note);
 int client_of(struct bcg *g, const struct bcg_container *c);
 void scan_engines(void);
 
@@ -118,10 +129,13 @@ void unpace(struct rule *r);
 extern struct client *clients;
 extern int nr_clients;
 int add_daemon(const char *val);
+/* Maps the BPF clients' sums into memory, once loaded: 0 or -errno. */
+int map_client_sums(void);
 bool daemons_named(void);
 void find_daemons(void);
 void charge_clients(void);
-void scan_daemon_fds(void);
+/* With RESCANNED, the engines' containers are read again too. */
+void scan_daemon_fds(bool rescanned);
 
 /* borrowd_stats.c */
 extern unsigned long long gone_charged_us, gone_failed_us;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -276,14 +277,26 @@ static void charge_client(struct client *cl, __u64 total_ns)
 		    (int)cl->daemon);
 }
 
+/* The clients' sums, the BPF map mapped into our memory (as the workers'). */
+static __u64 *client_sums;
+
+int map_client_sums(void)
+{
+	void *p;
+
+	p = mmap(NULL, sizeof(*client_sums) * MAX_CLIENTS, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, bpf_map__fd(skel->maps.client_ns), 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	client_sums = p;
+	return 0;
+}
+
 void charge_clients(void)
 {
-	int fd = bpf_map__fd(skel->maps.client_ns);
-	__u64 ns;
-
 	for (int i = 0; i < nr_clients; i++)
-		if (!bpf_map_lookup_elem(fd, &clients[i].id, &ns))
-			charge_client(&clients[i], ns);
+		charge_client(&clients[i],
+			      __atomic_load_n(&client_sums[clients[i].id], __ATOMIC_RELAXED));
 }
 
 static void forget_client(const struct client *cl)
@@ -423,10 +436,11 @@ static bool fd_runtime(const char *target)
 	return !strncmp(target, "anon_inode:", 11) || !strncmp(target, "pipe:", 5);
 }
 
-void scan_daemon_fds(void)
+void scan_daemon_fds(bool rescanned)
 {
 	int map = bpf_map__fd(skel->maps.fd_clients), nr_new = 0, n = 0;
 	const __u32 no_client = 0;
+	static bool containers_read;
 	static struct fd_key *new;
 	static int cap_new;
 	char path[64], target[PATH_MAX];
@@ -434,11 +448,19 @@ void scan_daemon_fds(void)
 	ssize_t len;
 	DIR *dir;
 
-	/* What the descriptors are compared with: only if a daemon has any. */
-	nr_containers = 0;
+	/*
+	 * What the descriptors are compared with: only if a daemon has any;
+	 * the containers as the last scan of the engines found them.
+	 */
 	nr_pod_logs = 0;
+	if (rescanned)
+		containers_read = false;
 	if (nr_daemons) {
-		bcg_scan_containers(collect_container, NULL);
+		if (!containers_read) {
+			nr_containers = 0;
+			bcg_scan_containers(collect_container, NULL);
+			containers_read = true;
+		}
 		scan_pod_logs();
 	}
 	for (int i = 0; i < nr_clients; i++)

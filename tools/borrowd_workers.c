@@ -9,10 +9,10 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -30,13 +30,113 @@
 struct rule *rules;
 int nr_rules;
 static int cap_rules;
+int events_fd = -1;
+
+/*
+ * The rules by worker pid: open addressing, each entry a rule's index + 1
+ * (0: free). Rebuilt when a rule goes (rules move then), rarely.
+ */
+static int *rule_index;
+static unsigned int index_size;
+
+static unsigned int index_slot(pid_t pid)
+{
+	return ((unsigned int)pid * 2654435761u) & (index_size - 1);
+}
+
+static void index_insert(int i)
+{
+	unsigned int h = index_slot(rules[i].worker);
+
+	while (rule_index[h])
+		h = (h + 1) & (index_size - 1);
+	rule_index[h] = i + 1;
+}
+
+/* Room for NEED rules, and every rule in it: 0 or -ENOMEM. */
+static int index_rebuild(int need)
+{
+	unsigned int size = index_size ?: 64;
+	int *ix;
+
+	while (size < 2 * (unsigned int)need)
+		size *= 2;
+	if (size != index_size) {
+		ix = realloc(rule_index, size * sizeof(*ix));
+		if (!ix)
+			return -ENOMEM;
+		rule_index = ix;
+		index_size = size;
+	}
+	memset(rule_index, 0, index_size * sizeof(*rule_index));
+	for (int i = 0; i < nr_rules; i++)
+		index_insert(i);
+	return 0;
+}
 
 struct rule *find_rule(pid_t worker)
 {
-	for (int i = 0; i < nr_rules; i++)
-		if (rules[i].worker == worker)
-			return &rules[i];
+	unsigned int h;
+
+	if (!index_size)
+		return NULL;
+	for (h = index_slot(worker); rule_index[h]; h = (h + 1) & (index_size - 1))
+		if (rules[rule_index[h] - 1].worker == worker)
+			return &rules[rule_index[h] - 1];
 	return NULL;
+}
+
+/*
+ * The workers' sums, the BPF map mapped into our memory: reading them costs
+ * no system call, so a round costs the same with one worker or thousands.
+ * A slot that a worker leaves is used again only two rounds later: a BPF
+ * program that found it just before its worker's entry went has finished.
+ */
+static struct worker_sum *sums;
+static bool slot_used[MAX_WORKERS];
+static struct { __u32 slot; unsigned long round; } freed[MAX_WORKERS];
+static int nr_freed;
+static unsigned long round_nr;
+
+int map_sums(void)
+{
+	size_t size = sizeof(*sums) * MAX_WORKERS;
+	void *p;
+
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 bpf_map__fd(skel->maps.sums), 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	sums = p;
+	return 0;
+}
+
+/* A free slot, zeroed: its index, or -ENOSPC. */
+static int slot_get(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < nr_freed; i++) {
+		if (round_nr >= freed[i].round + 2)
+			slot_used[freed[i].slot] = false;
+		else
+			freed[n++] = freed[i];
+	}
+	nr_freed = n;
+	for (int i = 0; i < MAX_WORKERS; i++) {
+		if (slot_used[i])
+			continue;
+		slot_used[i] = true;
+		memset(&sums[i], 0, sizeof(sums[i]));
+		return i;
+	}
+	return -ENOSPC;
+}
+
+static void slot_put(__u32 slot)
+{
+	freed[nr_freed].slot = slot;
+	freed[nr_freed++].round = round_nr;
 }
 
 void read_comm(pid_t pid, char *comm, size_t len)
@@ -72,7 +172,8 @@ static void note_worker_group(struct rule *r)
 int add_rule(pid_t worker, unsigned long long start,
 	     const struct bcg *client, int source, const char *container)
 {
-	struct worker zero = { 0 };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = worker };
+	struct worker entry = { 0 };
 	struct bcg_proc p;
 	struct bcg wg;
 	struct rule *r;
@@ -83,7 +184,8 @@ int add_rule(pid_t worker, unsigned long long start,
 		    client->path);
 		return 0;
 	}
-	if (bcg_grow((void **)&rules, &cap_rules, nr_rules + 1, sizeof(*rules)))
+	if (bcg_grow((void **)&rules, &cap_rules, nr_rules + 1, sizeof(*rules)) ||
+	    (2 * (unsigned int)(nr_rules + 1) > index_size && index_rebuild(nr_rules + 1)))
 		return -ENOMEM;
 	/* The process that runs now, if no start time is known. */
 	if (!start && !bcg_proc_stat(worker, &p))
@@ -100,16 +202,25 @@ int add_rule(pid_t worker, unsigned long long start,
 		close(pidfd);
 		return -ESRCH;
 	}
+	ret = slot_get();
+	if (ret < 0) {
+		close(pidfd);
+		return ret;
+	}
+	entry.slot = ret;
 	ret = bpf_map_update_elem(bpf_map__fd(skel->maps.workers), &worker,
-				  &zero, BPF_NOEXIST);
+				  &entry, BPF_NOEXIST);
 	if (ret) {
 		ret = -errno;
+		slot_put(entry.slot);
 		close(pidfd);
 		return ret;
 	}
 	/* Exited meanwhile: the entry may count another process already. */
-	if (!bcg_pidfd_alive(pidfd)) {
+	if (!bcg_pidfd_alive(pidfd) ||
+	    (events_fd >= 0 && epoll_ctl(events_fd, EPOLL_CTL_ADD, pidfd, &ev))) {
 		bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &worker);
+		slot_put(entry.slot);
 		close(pidfd);
 		return -ESRCH;
 	}
@@ -117,6 +228,8 @@ int add_rule(pid_t worker, unsigned long long start,
 	memset(r, 0, sizeof(*r));
 	r->worker = worker;
 	r->pidfd = pidfd;
+	r->slot = entry.slot;
+	index_insert(nr_rules - 1);
 	r->start = start;
 	r->client = *client;
 	r->source = source;
@@ -132,13 +245,25 @@ int add_rule(pid_t worker, unsigned long long start,
 static void remove_rule(struct rule *r)
 {
 	unpace(r);
+	if (events_fd >= 0)
+		epoll_ctl(events_fd, EPOLL_CTL_DEL, r->pidfd, NULL);
 	close(r->pidfd);
 	bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &r->worker);
+	slot_put(r->slot);
 	msg("worker %d (%s) for %s: gone, charged %llu us in all%s", (int)r->worker,
 	    r->comm, r->client.path, r->charged_us, failed_note(r->failed_us));
 	gone_charged_us += r->charged_us;
 	gone_failed_us += r->failed_us;
 	*r = rules[--nr_rules];
+	index_rebuild(nr_rules);
+}
+
+void worker_exited(pid_t worker)
+{
+	struct rule *r = find_rule(worker);
+
+	if (r)
+		r->exited = true;
 }
 
 /* The tgid of a thread, or 0. */
@@ -162,6 +287,9 @@ static pid_t tgid_of(__u32 tid)
 struct in_progress {
 	pid_t tgid;
 	__u64 ns;
+	/* The run whose tgid was read: a long run's is read once. */
+	__u32 tid;
+	__u64 start;
 };
 
 /* Per possible CPU (as many as the kernel has: no fixed bound). */
@@ -178,20 +306,30 @@ int alloc_in_progress(void)
 
 static void read_in_progress(struct in_progress *ip)
 {
+	static __u32 self;
 	struct cpu_run *runs = cpu_runs;
 	struct timespec ts;
 	__u32 zero = 0;
 	__u64 now;
 
-	memset(ip, 0, nr_cpus * sizeof(*ip));
+	if (!self)
+		self = gettid();
+	for (int c = 0; c < nr_cpus; c++)
+		ip[c].ns = 0;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.runs), &zero, runs))
 		return;
 	for (int c = 0; c < nr_cpus; c++) {
-		if (!runs[c].start || !runs[c].tid || runs[c].start > now)
+		/* Idle, or the agent itself, which reads this. */
+		if (!runs[c].start || !runs[c].tid || runs[c].tid == self ||
+		    runs[c].start > now)
 			continue;
-		ip[c].tgid = tgid_of(runs[c].tid);
+		if (ip[c].tid != runs[c].tid || ip[c].start != runs[c].start) {
+			ip[c].tid = runs[c].tid;
+			ip[c].start = runs[c].start;
+			ip[c].tgid = tgid_of(runs[c].tid);
+		}
 		ip[c].ns = now - runs[c].start;
 	}
 }
@@ -286,53 +424,61 @@ static int charge_rule(struct rule *r, __u64 total_ns)
 	return 0;
 }
 
-/* Charge every worker; with REAP, also drop the workers that exited. */
-void charge_all(bool reap)
+/*
+ * Charge every worker that ran; with REAP, also drop the workers that
+ * exited (their pidfds polled readable: worker_exited()). With NOTE, read
+ * again the group of each worker that ran since the last NOTE, where the
+ * BPF program cannot tell which group it runs in (cgroup v1).
+ */
+void charge_all(bool reap, bool note)
 {
-	int fd = bpf_map__fd(skel->maps.workers);
 	struct in_progress *ip = in_progress;
-	static struct pollfd *pfds;
-	static int cap_pfds;
-	struct worker w;
+	bool v2 = bcg_is_v2();
 
+	round_nr++;
 	/* The sums first, then what runs now: see read_in_progress(). */
 	for (int i = 0; i < nr_rules; i++) {
-		if (bpf_map_lookup_elem(fd, &rules[i].worker, &w))
-			w = (struct worker){ 0 };
-		rules[i].sum_ns = w.ns;
-		rules[i].gone = w.gone;
+		struct worker_sum *w = &sums[rules[i].slot];
+
+		rules[i].sum_ns = __atomic_load_n(&w->ns, __ATOMIC_RELAXED);
+		rules[i].gone = __atomic_load_n(&w->gone, __ATOMIC_RELAXED);
+		rules[i].running_ns = 0;
+		/* It ran in another group than the one known: read it. */
+		if (v2 && w->cgroup != rules[i].cgroup) {
+			rules[i].cgroup = w->cgroup;
+			note_worker_group(&rules[i]);
+		}
 	}
 	read_in_progress(ip);
-	for (int i = 0; i < nr_rules; i++) {
-		struct rule *r = &rules[i];
-		__u64 total = r->sum_ns;
+	for (int c = 0; c < nr_cpus; c++) {
+		struct rule *r = ip[c].ns ? find_rule(ip[c].tgid) : NULL;
 
 		/* Not a run of another process that has the pid now. */
-		for (int c = 0; c < nr_cpus && !r->gone; c++)
-			if (ip[c].tgid == r->worker)
-				total += ip[c].ns;
-		charge_rule(r, total);
+		if (r && !r->gone)
+			r->running_ns += ip[c].ns;
+	}
+	for (int i = 0; i < nr_rules; i++) {
+		struct rule *r = &rules[i];
+		__u64 total = r->sum_ns + r->running_ns;
+
+		/* Idle: nothing to charge (only --pace reads the clients' debts). */
+		if (total >= r->counted_ns + 1000) {
+			r->ran = true;
+			charge_rule(r, total);
+		}
 		pace(r);
 	}
-	/*
-	 * Workers that exited (their pidfds poll readable, one call for all):
-	 * their last run is in the sums by now.
-	 */
-	if (!reap || !nr_rules ||
-	    bcg_grow((void **)&pfds, &cap_pfds, nr_rules, sizeof(*pfds)))
-		return;
-	for (int i = 0; i < nr_rules; i++)
-		pfds[i] = (struct pollfd){ .fd = rules[i].pidfd, .events = POLLIN };
-	if (poll(pfds, nr_rules, 0) < 0)
-		return;
-	/* Backwards: removing moves the last rule into the slot. */
-	for (int i = nr_rules - 1; i >= 0; i--) {
-		if (!pfds[i].revents && !rules[i].gone) {
+	for (int i = nr_rules - 1; note && !v2 && i >= 0; i--) {
+		if (rules[i].ran && !rules[i].exited && !rules[i].gone)
 			note_worker_group(&rules[i]);
+		rules[i].ran = false;
+	}
+	/* Backwards: removing moves the last rule into the slot. */
+	for (int i = nr_rules - 1; reap && i >= 0; i--) {
+		if (!rules[i].exited && !rules[i].gone)
 			continue;
-		}
-		if (!bpf_map_lookup_elem(fd, &rules[i].worker, &w))
-			charge_rule(&rules[i], w.ns);
+		/* Its last run is in the sums by now. */
+		charge_rule(&rules[i], sums[rules[i].slot].ns);
 		remove_rule(&rules[i]);
 	}
 }
