@@ -286,13 +286,15 @@ static bool owes_too_much(const struct bcg *g)
  */
 void pace(struct rule *r)
 {
-	struct bcg level = r->client, wg;
 	bool stop_it = false;
+	struct bcg level, wg;
 	size_t cut = 0;
 	char *slash;
 
+	/* Called for every worker every round: no copy of a group (8 KiB) before this. */
 	if (!opt.pace)
 		return;
+	level = r->client;
 	if (opt.pid_form && !bcg_from_pid(&wg, r->worker))
 		cut = bcg_common_len(r->client.path, wg.path);
 	while (strlen(level.path) > cut && !stop_it) {
