@@ -3,8 +3,8 @@
 # each "container" is Podman's metadata for an init process in a cgroup of
 # its own with a quota (--quota US per 100 ms, default 50000), and its
 # conmon, so that borrowd finds N workers and charges them every 100 ms,
-# as it would on a node; measured from 12 s after borrowd's start (in its
-# first 10 s it reads the metadata every second). The
+# as it would on a node; measured from 12 s after borrowd has found them
+# (in its first 10 s it reads the metadata every second). The
 # containers sleep, but for the first M (--logging M): their init is a busy
 # loop and their conmon works US of every 50 ms (--work US, default 5000:
 # a logging process), so that borrowd charges them, and in quota mode
@@ -187,15 +187,16 @@ for n in "$@"; do
 	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines podman --mode "$mode" "${daemon[@]}" --stats "$run/stats.json" \
 		--quota-state "$run/quota" >"$run/borrowd.log" 2>&1 &
 	bpid=$!
-	started=${EPOCHREALTIME/./}
-	# Started when it has found every worker, and past its first 10 s,
-	# when it reads the metadata every second (for loggers that start
-	# after their containers): what it costs from then on.
+	# Started when it has found every worker, and past its first 10 s
+	# (from its first scan), when it reads the metadata every second (for
+	# loggers that start after their containers): what it costs from then
+	# on.
 	for ((i = 0; i < 300; i++)); do
 		[[ $(grep -c "works for" "$run/borrowd.log") -ge $n ]] && break
 		read -r -t 0.1 -u 8
 	done
-	while ((${EPOCHREALTIME/./} < started + settle * 1000000)); do read -r -t 0.5 -u 8; done
+	found=${EPOCHREALTIME/./}
+	while ((${EPOCHREALTIME/./} < found + settle * 1000000)); do read -r -t 0.5 -u 8; done
 	kill -USR1 "$bpid"
 	sleep 0.5
 	bpf_runs "$run/bpf0"
