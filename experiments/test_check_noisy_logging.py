@@ -387,7 +387,7 @@ DAMAGE = [
     ),
     Damage("a missing boot (patched-v1-b2)", missing_boot, "patched-v1-b2 missing"),
     Damage("a missing cell (experiment 1, stock-v1-b1)", missing_cell, "every cell of experiment 1"),
-    Damage("a missing cell with its plan lowered to match", missing_cell_plan_too, "lacks 4:cmd3:thread"),
+    Damage("a missing cell with its plan lowered to match", missing_cell_plan_too, "experiment 2 lacks 100:4:cmd3:thread"),
     Damage("a VM that exited non-zero", exited_non_zero, "stock-v1-b2: exit 1"),
     Damage("a VM that did not finish (no host.json)", did_not_finish, "n1-stock-v2-b3: no host.json"),
     Damage("report.md edited by hand (a target called met)", report_edited, "report.md is what", False),
