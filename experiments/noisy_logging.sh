@@ -119,10 +119,11 @@ Options:
                  last VM's end, from the files' times)
   --report-only  only rewrite the report and plots from DIR/raw
   --estimate     print how long this run would take, from its VMs' planned
-                 guest seconds and the pace of the VMs already run under
-                 DIR/raw (or, with none there, under the full tier's
-                 experiments/results/full/raw) (host seconds per planned
-                 second, seconds to boot), two VMs at a time; and exit
+                 guest seconds and the pace of every VM this machine has
+                 run (or, with none, of those under DIR/raw, or else of
+                 the full tier's kept run, which may come from a faster or
+                 slower machine) (host seconds per planned second, seconds
+                 to boot), two VMs at a time; and exit
   --borrowd PATH the borrowd binary of the agent modes (default: make -C tools,
                  .build/tools/borrowd), inside the checkout (the guest sees
                  it there): e.g. one built from a commit with make OUT=DIR
@@ -264,6 +265,8 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 [[ $out == "$CFSB_ROOT"/* ]] || die "--out must be inside the checkout ($CFSB_ROOT): the guest writes there"
 raw=$out/raw/$run_id
+# Every finished VM's host.json, a line each: this machine's pace (--estimate).
+PACE_FILE=$CFSB_CACHE/study-pace.jsonl
 
 # The report needs matplotlib; Debian's, for Debian's python3.
 REPORT_PYTHON=/usr/bin/python3
@@ -339,16 +342,19 @@ planned_s() {
 
 if ((estimate)); then
 	# The pace of the VMs run so far (host.json, written per VM): host
-	# seconds per planned guest second once booted, and the boot; from
-	# this directory's, or else the kept full run's.
+	# seconds per planned guest second once booted, and the boot; of those
+	# this machine ran, or else this directory's, or else the kept full
+	# run's (which another machine may have run, at another speed).
 	pace=$("$REPORT_PYTHON" -c '
 import json, sys
 from pathlib import Path
 for raw in sys.argv[2:]:
     busy = planned = 0.0
     boot = []
-    for h in Path(raw).glob("*/*/host.json"):
-        j = json.loads(h.read_text())
+    src = Path(raw)
+    runs = src.read_text().splitlines() if src.is_file() else [h.read_text() for h in src.glob("*/*/host.json")]
+    for line in runs:
+        j = json.loads(line)
         if j.get("planned_s") and j.get("clock") == sys.argv[1] and j.get("exit") == 0:
             busy += j["seconds"] - j["boot_s"]
             planned += j["planned_s"]
@@ -358,7 +364,7 @@ for raw in sys.argv[2:]:
         sys.exit(0)
 where = " or ".join(sys.argv[2:])
 sys.exit(f"no finished VM on the {sys.argv[1]} clock under {where} to take the pace from")
-' "$clock" "$out/raw" "$CFSB_ROOT/experiments/results/full/raw")
+' "$clock" "$PACE_FILE" "$out/raw" "$CFSB_ROOT/experiments/results/full/raw")
 	read -r k boot_s n_from from <<<"$pace"
 	slot0=0 slot1=0 n=0
 	while read -r name kernel hier args; do
@@ -472,6 +478,9 @@ reap() {
 	printf '{"seconds": %d, "boot_s": %d, "planned_s": %d, "clock": "%s", "exit": %d}\n' \
 		$((now - GUEST_T0[$name])) "${GUEST_BOOT[$name]:-0}" "$(cat "$raw/$name/planned_s")" "$clock" \
 		"$status" >"$raw/$name/host.json"
+	# This machine's pace, for --estimate (the cache stays with the
+	# machine: another machine's TCG may run at another speed).
+	((status != 0)) || { mkdir -p "$CFSB_CACHE" && cat "$raw/$name/host.json" >>"$PACE_FILE"; }
 	unset "GUEST_PIDS[$name]"
 	if ((status != 0)); then
 		FAILED+=("$name")
