@@ -737,67 +737,52 @@ int bcg_check(const struct bcg *g)
 }
 
 /*
- * The borrowing files kept open, by group directory (a hash of it picks the
- * entry): a client charged every period costs one write(2), not a check,
- * an open and a close. A removed group's file refuses writes (ENODEV): the
- * path is then opened again, and names whatever group is there now.
+ * Writes the charge BUF to the group's file: 0 or -error. With FD, the file
+ * stays open there for the next charge, which then costs one write(2), not
+ * a check, an open and a close; the caller closes it (bcg_charge_close())
+ * when it charges the group no more. A removed group's file refuses writes
+ * (ENODEV): the path is then opened again, and names whatever group is
+ * there now.
  */
-#define CHARGE_FDS	128
-
-static struct {
-	char *dir;
-	int fd;
-} charge_fds[CHARGE_FDS];
-
-static unsigned int dir_hash(const char *dir)
-{
-	unsigned int h = 2166136261u;
-
-	for (; *dir; dir++)
-		h = (h ^ (unsigned char)*dir) * 16777619u;
-	return h % CHARGE_FDS;
-}
-
-/* Writes the charge BUF to the group's file: 0 or -error. */
-static int write_charge(const struct bcg *g, const char *buf)
+static int write_charge(const struct bcg *g, int *fd, const char *buf)
 {
 	char path[PATH_MAX + 64];
 	ssize_t len = strlen(buf);
-	unsigned int h = dir_hash(g->dir);
-	int fd, ret;
+	int f, ret = 0;
 
-	if (charge_fds[h].dir && !strcmp(charge_fds[h].dir, g->dir)) {
-		if (write(charge_fds[h].fd, buf, len) == len)
+	if (fd && *fd >= 0) {
+		if (write(*fd, buf, len) == len)
 			return 0;
 		ret = -errno;
 		if (ret != -ENODEV && ret != -ENOENT)
 			return ret;
-		close(charge_fds[h].fd);
-		free(charge_fds[h].dir);
-		charge_fds[h].dir = NULL;
+		bcg_charge_close(fd);
 	}
 	ret = bcg_check(g);
 	if (ret)
 		return ret;
 	snprintf(path, sizeof(path), "%s/%s", g->dir, BORROWING_FILE);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
+	f = open(path, O_WRONLY | O_CLOEXEC);
+	if (f < 0)
 		return errno == ENOENT ? bcg_check(g) ?: -ENOENT : -errno;
-	if (write(fd, buf, len) != len)
+	if (write(f, buf, len) != len)
 		ret = -errno;
-	/* Kept in place of the entry's group, whose next charge opens it again. */
-	if (charge_fds[h].dir) {
-		close(charge_fds[h].fd);
-		free(charge_fds[h].dir);
-	}
-	charge_fds[h].dir = strdup(g->dir);
-	charge_fds[h].fd = fd;
-	if (!charge_fds[h].dir)
-		close(fd);
+	if (fd && !ret)
+		*fd = f;
+	else
+		close(f);
 	return ret;
 }
 
-int bcg_charge(const struct bcg *g, unsigned long long usec, pid_t worker)
+void bcg_charge_close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int bcg_charge(const struct bcg *g, int *fd, unsigned long long usec,
+	       pid_t worker)
 {
 	char buf[64];
 	int ret;
@@ -806,7 +791,7 @@ int bcg_charge(const struct bcg *g, unsigned long long usec, pid_t worker)
 		snprintf(buf, sizeof(buf), "%llu %d", usec, (int)worker);
 	else
 		snprintf(buf, sizeof(buf), "%llu", usec);
-	ret = write_charge(g, buf);
+	ret = write_charge(g, fd, buf);
 	/* The number was checked: a refused pair is a kernel without it. */
 	if (ret == -EINVAL && worker > 0)
 		ret = -BCG_EPIDFORM;
@@ -830,7 +815,7 @@ int bcg_id(const struct bcg *g, unsigned long long *id)
 	return 0;
 }
 
-int bcg_charge_for_group(const struct bcg *g, unsigned long long usec,
+int bcg_charge_for_group(const struct bcg *g, int *fd, unsigned long long usec,
 			 const struct bcg *worker)
 {
 	unsigned long long id;
@@ -841,7 +826,7 @@ int bcg_charge_for_group(const struct bcg *g, unsigned long long usec,
 	if (ret)
 		return ret;
 	snprintf(buf, sizeof(buf), "%llu cgroup=%llu", usec, id);
-	ret = write_charge(g, buf);
+	ret = write_charge(g, fd, buf);
 	if (ret == -EINVAL)
 		ret = -BCG_ECGROUPFORM;
 	return ret;

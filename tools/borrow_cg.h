@@ -139,14 +139,21 @@ int bcg_watch_read(void);
 
 /* The file exists and the cpu controller is on: 0 or -error. */
 int bcg_check(const struct bcg *g);
-/* Charge USEC (for WORKER if not 0): 0 or -error. */
-int bcg_charge(const struct bcg *g, unsigned long long usec, pid_t worker);
+/*
+ * Charge USEC (for WORKER if not 0): 0 or -error. FD: NULL, or where the
+ * group's charge file stays open for the next charge (-1 at first; closed
+ * with bcg_charge_close()).
+ */
+int bcg_charge(const struct bcg *g, int *fd, unsigned long long usec,
+	       pid_t worker);
 /*
  * Charge USEC spent by a task of the group WORKER, named by its cgroup id
  * ("USEC cgroup=ID"): it needs no live task. 0 or -error.
  */
-int bcg_charge_for_group(const struct bcg *g, unsigned long long usec,
+int bcg_charge_for_group(const struct bcg *g, int *fd, unsigned long long usec,
 			 const struct bcg *worker);
+/* Closes a charge file kept open by bcg_charge() (*FD becomes -1). */
+void bcg_charge_close(int *fd);
 /* The group's cgroup id (from its file handle, 64 bits): 0 or -errno. */
 int bcg_id(const struct bcg *g, unsigned long long *id);
 /* Reads the group's numbers: 0 or -error (of the borrowing file). */

@@ -56,6 +56,7 @@ const char *const mode_names[] = { "auto", "kernel", "quota" };
 
 struct borrowd_opts opt = {
 	.interval_ms = 100, .scan_ms = 1000, .rescan_s = 30,
+	.min_charge_us = -1,
 	.pod_logs = "/var/log/containers",
 	.engine_podman = true, .engine_containerd = true,
 	.pid_form = true,
@@ -85,7 +86,8 @@ void msg(const char *fmt, ...)
 static const char usage_text[] =
 "Usage: borrowd [--config FILE] [--worker PID:CGROUP]... [--engines LIST]\n"
 "               [--daemon PID|NAME|PATH]... [--pod-logs DIR] [--evidence-us US]\n"
-"               [--interval-ms MS] [--scan-ms MS] [--rescan-s SEC]\n"
+"               [--interval-ms MS] [--min-charge-us US] [--scan-ms MS]\n"
+"               [--rescan-s SEC]\n"
 "               [--mode auto|kernel|quota]\n"
 "               [--quota-state FILE] [--pace] [--pace-periods N]\n"
 "               [--pace-state FILE] [--no-worker-pid] [--stats FILE]\n"
@@ -138,6 +140,9 @@ static const char usage_text[] =
 "                       state files name, and exit\n"
 "  --interval-ms MS     charge every MS milliseconds (default 100, one CFS\n"
 "                       period)\n"
+"  --min-charge-us US   a charge of less than US microseconds waits for the\n"
+"                       next interval, for a second at most (default: the\n"
+"                       kernel's CFS bandwidth slice, 5000; 0: none waits)\n"
 "  --scan-ms MS         look for containers at most every MS ms, for " STR(SETTLE_S) " s\n"
 "                       after the engines' metadata changed (default 1000);\n"
 "                       shared daemons' files every MS ms\n"
@@ -258,6 +263,8 @@ static int set(const char *key, const char *val)
 		return set_ms(val, &opt.interval_ms);
 	if (!strcmp(key, "scan_ms"))
 		return set_ms(val, &opt.scan_ms);
+	if (!strcmp(key, "min_charge_us"))
+		return set_long(val, 0, 1000000, &opt.min_charge_us);
 	if (!strcmp(key, "rescan_s"))
 		return set_long(val, 1, 3600, &opt.rescan_s);
 	if (!strcmp(key, "worker_pid"))
@@ -351,6 +358,7 @@ static const struct option long_opts[] = {
 	{ "worker", required_argument, NULL, 'w' },
 	{ "engines", required_argument, NULL, 'e' },
 	{ "interval-ms", required_argument, NULL, 'i' },
+	{ "min-charge-us", required_argument, NULL, 'm' },
 	{ "scan-ms", required_argument, NULL, 's' },
 	{ "rescan-s", required_argument, NULL, 'r' },
 	{ "no-worker-pid", no_argument, NULL, 'P' },
@@ -390,7 +398,7 @@ static int parse_args(int argc, char **argv)
 		return ret;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:w:e:i:s:r:Pd:vhD:pN:L:E:S:RM:Q:T:",
+	while ((c = getopt_long(argc, argv, ":c:w:e:i:m:s:r:Pd:vhD:pN:L:E:S:RM:Q:T:",
 				long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -403,6 +411,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'i':
 			key = "interval_ms";
+			break;
+		case 'm':
+			key = "min_charge_us";
 			break;
 		case 's':
 			key = "scan_ms";
@@ -591,6 +602,23 @@ static void choose_mode(void)
 	}
 }
 
+/*
+ * The kernel hands a group's quota to its CPUs in slices of this size (5 ms
+ * by default): a charge as small waits for the next round, a worker that
+ * runs a little every round then costs one write(2) a second, not ten.
+ */
+static long bandwidth_slice_us(void)
+{
+	char buf[32];
+	long v;
+
+	if (bcg_read_file("/proc/sys/kernel/sched_cfs_bandwidth_slice_us", buf,
+			  sizeof(buf)) <= 0 || set_long(strtok(buf, "\n") ?: "", 1,
+							1000000, &v))
+		return 5000;
+	return v;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -679,6 +707,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	choose_mode();
+	if (opt.min_charge_us < 0)
+		opt.min_charge_us = bandwidth_slice_us();
 	bq_init(opt.quota_state, opt.interval_ms);
 	/* The workers' clients must exist now; their files are checked too. */
 	for (int i = 0; i < nr_pending; i++) {
@@ -793,8 +823,9 @@ int main(int argc, char **argv)
 	start = now_s();
 	/* Loggers of containers made just before borrowd: as after a change. */
 	settle_until = start + SETTLE_S;
-	msg("ready: charging every %ld ms in %s mode (engines:%s%s)", opt.interval_ms,
-	    mode_names[opt.mode], opt.engine_podman ? " podman" : "",
+	msg("ready: charging every %ld ms (under %ld us: within 1 s) in %s mode (engines:%s%s)",
+	    opt.interval_ms, opt.min_charge_us, mode_names[opt.mode],
+	    opt.engine_podman ? " podman" : "",
 	    opt.engine_containerd ? " containerd" : "");
 
 	while (!stop) {
@@ -827,8 +858,8 @@ int main(int argc, char **argv)
 		note = now >= next_note;
 		if (note)
 			next_note = now + scan_s;
-		charge_all(reap || scan, note);
-		charge_clients();
+		charge_all(reap || scan, note, false);
+		charge_clients(false);
 		if (opt.mode == MODE_QUOTA)
 			bq_tick();
 		wake = 0;
@@ -844,8 +875,8 @@ int main(int argc, char **argv)
 		else
 			usleep(opt.interval_ms * 1000);
 	}
-	charge_all(false, false);
-	charge_clients();
+	charge_all(false, false, true);
+	charge_clients(true);
 	for (int i = 0; i < nr_rules; i++)
 		unpace(&rules[i]);
 	write_stats();

@@ -26,6 +26,19 @@ enum { MODE_AUTO, MODE_KERNEL, MODE_QUOTA };
 
 enum { SRC_CONFIG, SRC_ENGINE };
 
+/*
+ * What a client was charged for a worker's (or a daemon's) CPU time, and
+ * its charge file, open for as long as the worker works for it.
+ */
+struct account {
+	__u64 counted_ns;	/* worker CPU time covered by charges */
+	__u64 due_since_ns;	/* CLOCK_MONOTONIC: when a charge began to wait */
+	unsigned long long charged_us;
+	unsigned long long failed_us;	/* charges that failed, not retried */
+	int last_err;		/* reported once until it changes */
+	int fd;			/* the client's charge file; -1: not open */
+};
+
 struct rule {
 	pid_t worker;		/* tgid */
 	int pidfd;		/* holds the worker: its pid may be reused */
@@ -43,12 +56,9 @@ struct rule {
 	__u32 slot;		/* its sums in the BPF map */
 	int source;
 	char container[128];	/* SRC_ENGINE: the container's id */
-	__u64 counted_ns;	/* worker CPU time covered by charges */
+	struct account acct;
 	__u64 sum_ns;		/* the BPF sum, this round */
 	__u64 running_ns;	/* its runs in progress, this round */
-	unsigned long long charged_us;
-	unsigned long long failed_us;	/* charges that failed, not retried */
-	int last_err;		/* reported once until it changes */
 	bool seen;		/* in the last engine scan */
 	bool stopped;		/* paced: SIGSTOPped by us */
 	bool gone;		/* its pid is another process's now */
@@ -63,16 +73,14 @@ struct client {
 	pid_t daemon;
 	char container[128];
 	struct bcg g;
-	__u64 counted_ns;
-	unsigned long long charged_us;
-	unsigned long long failed_us;
-	int last_err;
+	struct account acct;
 	bool seen;
 };
 
 struct borrowd_opts {
 	const char *config;
 	long interval_ms, scan_ms, rescan_s;
+	long min_charge_us;	/* a smaller charge waits (a second at most) */
 	bool engine_podman, engine_containerd;
 	bool pid_form;
 	bool cgroup_form;	/* the kernel takes "USEC cgroup=ID" */
@@ -111,9 +119,11 @@ struct rule *find_rule(pid_t worker);
 void read_comm(pid_t pid, char *comm, size_t len);
 int add_rule(pid_t worker, unsigned long long start,
 	     const struct bcg *client, int source, const char *container);
-int charge(const struct bcg *g, unsigned long long usec, pid_t worker,
-	   const struct bcg *wg);
-void charge_all(bool reap, bool note);
+void account_init(struct account *a);
+void account_close(struct account *a);
+long long settle(struct account *a, const struct bcg *g, __u64 total_ns,
+		 pid_t worker, const struct bcg *wg, bool final);
+void charge_all(bool reap, bool note, bool final);
 int client_of(struct bcg *g, const struct bcg_container *c);
 void scan_engines(void);
 
@@ -133,7 +143,8 @@ int add_daemon(const char *val);
 int map_client_sums(void);
 bool daemons_named(void);
 void find_daemons(void);
-void charge_clients(void);
+/* FINAL: every client's last charge, however small. */
+void charge_clients(bool final);
 /* With RESCANNED, the engines' containers are read again too. */
 void scan_daemon_fds(bool rescanned);
 

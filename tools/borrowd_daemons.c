@@ -244,41 +244,29 @@ static struct client *daemon_client(pid_t daemon, const struct bcg_container *c)
 	cl->id = id;
 	cl->daemon = daemon;
 	cl->g = g;
+	account_init(&cl->acct);
 	snprintf(cl->container, sizeof(cl->container), "%s", c->id);
 	msg("shared daemon %d: reads for container %.12s go to %s", (int)daemon,
 	    c->id, g.path);
 	return cl;
 }
 
-static void charge_client(struct client *cl, __u64 total_ns)
-{
-	unsigned long long usec;
-	int ret;
+/* The clients' sums: the BPF map mapped into our memory (as the workers'). */
+static __u64 *client_sums;
 
-	if (total_ns <= cl->counted_ns)
-		return;
-	usec = (total_ns - cl->counted_ns) / 1000;
-	if (!usec)
-		return;
-	ret = charge(&cl->g, usec, cl->daemon, NULL);
-	if (ret != cl->last_err && ret)
-		msg("daemon %d: cannot charge %s: %s", (int)cl->daemon, cl->g.path,
-		    bcg_strerror(ret));
-	cl->last_err = ret;
-	/* A failed charge is counted and not retried, as charge_rule()'s. */
-	cl->counted_ns += usec * 1000;
-	if (ret) {
-		cl->failed_us += usec;
-		return;
-	}
-	cl->charged_us += usec;
-	if (opt.verbose)
-		msg("charged %llu us to %s for daemon %d", usec, cl->g.path,
+static void charge_client(struct client *cl, bool final)
+{
+	__u64 total_ns = __atomic_load_n(&client_sums[cl->id], __ATOMIC_RELAXED);
+	long long ret;
+
+	ret = settle(&cl->acct, &cl->g, total_ns, cl->daemon, NULL, final);
+	if (ret < 0)
+		msg("daemon %d: cannot charge %s: %s", (int)cl->daemon,
+		    cl->g.path, bcg_strerror(ret));
+	else if (ret && opt.verbose)
+		msg("charged %lld us to %s for daemon %d", ret, cl->g.path,
 		    (int)cl->daemon);
 }
-
-/* The clients' sums, the BPF map mapped into our memory (as the workers'). */
-static __u64 *client_sums;
 
 int map_client_sums(void)
 {
@@ -292,19 +280,20 @@ int map_client_sums(void)
 	return 0;
 }
 
-void charge_clients(void)
+void charge_clients(bool final)
 {
 	for (int i = 0; i < nr_clients; i++)
-		charge_client(&clients[i],
-			      __atomic_load_n(&client_sums[clients[i].id], __ATOMIC_RELAXED));
+		charge_client(&clients[i], final);
 }
 
-static void forget_client(const struct client *cl)
+static void forget_client(struct client *cl)
 {
 	msg("shared daemon %d: container %.12s gone, charged %llu us in all%s",
-	    (int)cl->daemon, cl->container, cl->charged_us, failed_note(cl->failed_us));
-	gone_charged_us += cl->charged_us;
-	gone_failed_us += cl->failed_us;
+	    (int)cl->daemon, cl->container, cl->acct.charged_us,
+	    failed_note(cl->acct.failed_us));
+	gone_charged_us += cl->acct.charged_us;
+	gone_failed_us += cl->acct.failed_us;
+	account_close(&cl->acct);
 }
 
 /* kubelet's links: NAME-ID.log, ID 64 hex digits, to the container's log. */
@@ -508,8 +497,8 @@ void scan_daemon_fds(bool rescanned)
 		nr_fds = nr_new;
 	}
 	/* A client whose daemon reads nothing for it any more: last charge. */
-	charge_clients();
 	for (int i = 0; i < nr_clients; i++) {
+		charge_client(&clients[i], !clients[i].seen);
 		if (clients[i].seen)
 			clients[n++] = clients[i];
 		else

@@ -38,13 +38,13 @@ void print_totals(void)
 {
 	for (int i = 0; i < nr_rules; i++)
 		msg("worker %d (%s) -> %s: charged %llu us%s%s", (int)rules[i].worker,
-		    rules[i].comm, rules[i].client.path, rules[i].charged_us,
-		    failed_note(rules[i].failed_us),
+		    rules[i].comm, rules[i].client.path, rules[i].acct.charged_us,
+		    failed_note(rules[i].acct.failed_us),
 		    opt.pace ? pace_note(&rules[i]) : "");
 	for (int i = 0; i < nr_clients; i++)
 		msg("daemon %d, container %.12s -> %s: charged %llu us%s",
 		    (int)clients[i].daemon, clients[i].container, clients[i].g.path,
-		    clients[i].charged_us, failed_note(clients[i].failed_us));
+		    clients[i].acct.charged_us, failed_note(clients[i].acct.failed_us));
 	if (opt.mode == MODE_QUOTA)
 		bq_print(stderr);
 }
@@ -60,12 +60,12 @@ void write_stats(void)
 	if (!*opt.stats)
 		return;
 	for (int i = 0; i < nr_rules; i++) {
-		charged += rules[i].charged_us;
-		failed += rules[i].failed_us;
+		charged += rules[i].acct.charged_us;
+		failed += rules[i].acct.failed_us;
 	}
 	for (int i = 0; i < nr_clients; i++) {
-		charged += clients[i].charged_us;
-		failed += clients[i].failed_us;
+		charged += clients[i].acct.charged_us;
+		failed += clients[i].acct.failed_us;
 	}
 	getrusage(RUSAGE_SELF, &ru);
 	snprintf(tmp, sizeof(tmp), "%s.new", opt.stats);

@@ -232,6 +232,7 @@ int add_rule(pid_t worker, unsigned long long start,
 	index_insert(nr_rules - 1);
 	r->start = start;
 	r->client = *client;
+	account_init(&r->acct);
 	r->source = source;
 	r->seen = true;
 	r->worker_g = wg;
@@ -250,10 +251,12 @@ static void remove_rule(struct rule *r)
 	close(r->pidfd);
 	bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &r->worker);
 	slot_put(r->slot);
+	account_close(&r->acct);
 	msg("worker %d (%s) for %s: gone, charged %llu us in all%s", (int)r->worker,
-	    r->comm, r->client.path, r->charged_us, failed_note(r->failed_us));
-	gone_charged_us += r->charged_us;
-	gone_failed_us += r->failed_us;
+	    r->comm, r->client.path, r->acct.charged_us,
+	    failed_note(r->acct.failed_us));
+	gone_charged_us += r->acct.charged_us;
+	gone_failed_us += r->acct.failed_us;
 	*r = rules[--nr_rules];
 	index_rebuild(nr_rules);
 }
@@ -304,11 +307,19 @@ int alloc_in_progress(void)
 	return cpu_runs && in_progress ? 0 : -ENOMEM;
 }
 
+/* CLOCK_MONOTONIC in ns, the clock of the BPF programs' runs. */
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 static void read_in_progress(struct in_progress *ip)
 {
 	static __u32 self;
 	struct cpu_run *runs = cpu_runs;
-	struct timespec ts;
 	__u32 zero = 0;
 	__u64 now;
 
@@ -316,8 +327,7 @@ static void read_in_progress(struct in_progress *ip)
 		self = gettid();
 	for (int c = 0; c < nr_cpus; c++)
 		ip[c].ns = 0;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	now = now_ns();
 	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.runs), &zero, runs))
 		return;
 	for (int c = 0; c < nr_cpus; c++) {
@@ -334,23 +344,13 @@ static void read_in_progress(struct in_progress *ip)
 	}
 }
 
-static void report_error(struct rule *r, int err)
-{
-	if (err == r->last_err)
-		return;
-	r->last_err = err;
-	if (err)
-		msg("worker %d (%s): cannot charge %s: %s", (int)r->worker, r->comm,
-		    r->client.path, bcg_strerror(err));
-}
-
 /*
  * Charges USEC that a worker spent for G, as the mode says: 0 or -error.
  * WORKER is its pid (0: its pid is another process's now), WG the group it
  * ran in (NULL: not known), which names it once its pid names nothing.
  */
-int charge(const struct bcg *g, unsigned long long usec, pid_t worker,
-	   const struct bcg *wg)
+static int charge(const struct bcg *g, int *fd, unsigned long long usec,
+		  pid_t worker, const struct bcg *wg)
 {
 	struct bcg now;
 	int ret = -ESRCH;
@@ -372,16 +372,16 @@ int charge(const struct bcg *g, unsigned long long usec, pid_t worker,
 		return bq_charge(g, usec, wg);
 	}
 	if (worker > 0 || !wg) {
-		ret = bcg_charge(g, usec, worker);
+		ret = bcg_charge(g, fd, usec, worker);
 		if (ret == -BCG_EPIDFORM) {
 			msg("the kernel takes no \"USEC PID\": charging \"USEC\"");
 			opt.pid_form = false;
-			return bcg_charge(g, usec, 0);
+			return bcg_charge(g, fd, usec, 0);
 		}
 	}
 	/* Reaped, or its pid another's: the group it ran in names it. */
 	if (ret == -ESRCH && wg && opt.cgroup_form) {
-		ret = bcg_charge_for_group(g, usec, wg);
+		ret = bcg_charge_for_group(g, fd, usec, wg);
 		if (ret == -BCG_ECGROUPFORM) {
 			msg("the kernel takes no \"USEC cgroup=ID\": the last "
 			    "charges of workers that exit are lost");
@@ -392,45 +392,90 @@ int charge(const struct bcg *g, unsigned long long usec, pid_t worker,
 	return ret;
 }
 
-/* Charge what R's worker ran since its last charge. */
-static int charge_rule(struct rule *r, __u64 total_ns)
+void account_init(struct account *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->fd = -1;
+}
+
+void account_close(struct account *a)
+{
+	bcg_charge_close(&a->fd);
+}
+
+/*
+ * Charges G what its worker ran up to TOTAL_NS (its CPU time in all) that A
+ * does not cover yet; WORKER and WG as charge()'s. A charge under
+ * --min-charge-us waits, for a second at most, unless FINAL (the worker or
+ * the agent is gone): a write(2) a round for a worker that ran a few
+ * microseconds costs the node more than the precision is worth, while a
+ * busy worker is charged every round. Returns the µs charged, 0 if none,
+ * or -error when a charge fails with another error than the last one did
+ * (the caller says so; the same error again is not repeated).
+ */
+long long settle(struct account *a, const struct bcg *g, __u64 total_ns,
+		 pid_t worker, const struct bcg *wg, bool final)
 {
 	unsigned long long usec;
 	int ret;
 
-	if (total_ns <= r->counted_ns)
+	if (total_ns <= a->counted_ns)
 		return 0;
-	usec = (total_ns - r->counted_ns) / 1000;
+	usec = (total_ns - a->counted_ns) / 1000;
 	if (!usec)
 		return 0;
-	ret = charge(&r->client, usec, r->gone ? 0 : r->worker,
-		     &r->worker_g);
-	report_error(r, ret);
+	if (!final && usec < (unsigned long long)opt.min_charge_us) {
+		__u64 now = now_ns();
+
+		if (!a->due_since_ns)
+			a->due_since_ns = now;
+		if (now - a->due_since_ns < 1000000000ULL)
+			return 0;
+	}
+	a->due_since_ns = 0;
+	ret = charge(g, &a->fd, usec, worker, wg);
 	/*
 	 * Sub-microsecond remainders stay for the next charge. A failed one
 	 * is counted and not retried: a retry would carry the time up as one
 	 * charge that grows for as long as charges fail (a group removed and
 	 * made again at its path would pay for the time it did not exist).
 	 */
-	r->counted_ns += usec * 1000;
+	a->counted_ns += usec * 1000;
 	if (ret) {
-		r->failed_us += usec;
+		a->failed_us += usec;
+		if (ret == a->last_err)
+			return 0;
+		a->last_err = ret;
 		return ret;
 	}
-	r->charged_us += usec;
-	if (opt.verbose)
-		msg("charged %llu us to %s for worker %d", usec, r->client.path,
+	a->last_err = 0;
+	a->charged_us += usec;
+	return usec;
+}
+
+/* Charge what R's worker ran since its last charge (settle()'s FINAL). */
+static void charge_rule(struct rule *r, __u64 total_ns, bool final)
+{
+	long long ret;
+
+	ret = settle(&r->acct, &r->client, total_ns, r->gone ? 0 : r->worker,
+		     &r->worker_g, final);
+	if (ret < 0)
+		msg("worker %d (%s): cannot charge %s: %s", (int)r->worker,
+		    r->comm, r->client.path, bcg_strerror(ret));
+	else if (ret && opt.verbose)
+		msg("charged %lld us to %s for worker %d", ret, r->client.path,
 		    (int)r->worker);
-	return 0;
 }
 
 /*
  * Charge every worker that ran; with REAP, also drop the workers that
  * exited (their pidfds polled readable: worker_exited()). With NOTE, read
  * again the group of each worker that ran since the last NOTE, where the
- * BPF program cannot tell which group it runs in (cgroup v1).
+ * BPF program cannot tell which group it runs in (cgroup v1). With FINAL,
+ * every charge however small (settle()): the agent is about to exit.
  */
-void charge_all(bool reap, bool note)
+void charge_all(bool reap, bool note, bool final)
 {
 	struct in_progress *ip = in_progress;
 	bool v2 = bcg_is_v2();
@@ -462,9 +507,9 @@ void charge_all(bool reap, bool note)
 		__u64 total = r->sum_ns + r->running_ns;
 
 		/* Idle: nothing to charge (only --pace reads the clients' debts). */
-		if (total >= r->counted_ns + 1000) {
+		if (total >= r->acct.counted_ns + 1000) {
 			r->ran = true;
-			charge_rule(r, total);
+			charge_rule(r, total, final);
 		}
 		pace(r);
 	}
@@ -478,7 +523,7 @@ void charge_all(bool reap, bool note)
 		if (!rules[i].exited && !rules[i].gone)
 			continue;
 		/* Its last run is in the sums by now. */
-		charge_rule(&rules[i], sums[rules[i].slot].ns);
+		charge_rule(&rules[i], sums[rules[i].slot].ns, true);
 		remove_rule(&rules[i]);
 	}
 }

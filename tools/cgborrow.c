@@ -274,9 +274,9 @@ static int cmd_charge(struct opts *o)
 	if (ret)
 		return fail_target(t, ret);
 	if (o->worker_cgroup)
-		ret = bcg_charge_for_group(&t->g, usec, &wt.g);
+		ret = bcg_charge_for_group(&t->g, NULL, usec, &wt.g);
 	else
-		ret = bcg_charge(&t->g, usec, worker);
+		ret = bcg_charge(&t->g, NULL, usec, worker);
 	if (ret) {
 		char name[PATH_MAX + 128];
 

@@ -201,7 +201,7 @@ print(sum(g["borrowed_us"] + g["dropped_us"] for g in groups if g["path"] == sys
 }
 # runtime PID: the process's CPU time as the scheduler counts it (ns).
 runtime() { cut -d' ' -f1 "/proc/$1/schedstat"; }
-# wait_for FILE TEXT: until FILE has TEXT (10 s at most).
+# wait_for FILE TEXT [SEC]: until FILE has TEXT (SEC, 10 s, at most).
 # conmon_record ID INIT CONMON [NAME]: the files Podman (NAME conmon.pid)
 # or CRI-O (conmon-pidfile) keep for container ID under the test's run
 # directory: the pids of its first process and of its conmon. Written after
@@ -227,7 +227,7 @@ start_borrowd() {
 
 wait_for() {
 	local i
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < ${3:-10} * 10; i++)); do
 		grep -q "$2" "$1" 2>/dev/null && return 0
 		sleep 0.1
 	done
@@ -263,7 +263,9 @@ many_cpus_tests() {
 	bpid=$!
 	pids+=("$bpid")
 	wait_for "$tmp/many.log" ready && rc=0 || rc=1
-	run_window cgbd-many 1
+	# 3 s, as the first window: a second, with another VM on the host, read
+	# +0.9 and +1.1 % on cgroup v1 (12 and 14 ms over), near the tolerance.
+	run_window cgbd-many 3
 	c1=$(charged cgbd-many)
 	kill -TERM "$bpid" 2>/dev/null
 	wait "$bpid"
@@ -273,7 +275,7 @@ many_cpus_tests() {
 	diff=$(python3 -c "print(f'{100 * ($c1 - $c0 - ($r1 - $r0) / 1000) / max(($r1 - $r0) / 1000, 1):+.3f}')")
 	info "512 possible CPUs: worker CPU $(((r1 - r0) / 1000)) us, charged $((c1 - c0)) us, $diff %"
 	check "with 512 possible CPUs borrowd charges the worker's CPU time within ${tolerance_pct} %" \
-		'[[ $rc -eq 0 && $((r1 - r0)) -gt 500000000 ]] && python3 -c "import sys; sys.exit(abs($diff) > $tolerance_pct)"'
+		'[[ $rc -eq 0 && $((r1 - r0)) -gt 1000000000 ]] && python3 -c "import sys; sys.exit(abs($diff) > $tolerance_pct)"'
 }
 
 guest_tests() {
@@ -363,6 +365,8 @@ guest_tests() {
 	pace_ancestor_tests
 	pace_kill_tests
 	failed_charge_tests
+	charge_file_tests
+	small_charge_tests
 	exited_worker_tests
 	attack_tests
 	self_charger_tests itself
@@ -812,6 +816,127 @@ failed_charge_tests() {
 		'[[ $rc -eq 0 && $out == *"us failed"* ]]'
 	check "... and not carried over: a group made again at the path pays what the worker ran since (and a round of 100 ms), not the second or more it ran while charges failed" \
 		'[[ $failed -ge 1000000 && $got -gt $((since / 2)) && $got -le $((due + 100000)) ]]'
+}
+
+# charge_files_open PID: how many cpu.cfs.borrowing_us files PID holds open.
+charge_files_open() {
+	find "/proc/$1/fd" -lname '*/cpu.cfs.borrowing_us' 2>/dev/null | wc -l
+}
+
+# A charge is one write(2) to the client's file, kept open while its worker
+# works for it: with more clients than a fixed table of 128 files holds,
+# each still has its own; once the workers are gone, none is left open (an
+# open file would keep the kernel's record of a removed group).
+charge_file_tests() {
+	local clients=130 i cg dirs=() wpids=() args=() open rc
+	cg=$(cpu_root)
+	for ((i = 0; i < clients; i++)); do dirs+=("$cg/cgbd-file$i"); done
+	# (One mkdir, and workers forked, not started: a process started
+	# in the guest costs a second or more.)
+	mkdir "${dirs[@]}"
+	mkfifo "$tmp/never"
+	for ((i = 0; i < clients; i++)); do
+		group_quota "${dirs[i]}" 50000
+		# A worker that runs a little twice a second (the read times
+		# out: nothing writes the FIFO).
+		(
+			exec 3<>"$tmp/never"
+			while :; do
+				for ((j = 0; j < 10; j++)); do :; done
+				read -rt 0.5 -u 3
+			done
+		) &
+		wpids+=("$!")
+		pids+=("$!")
+		args+=(--worker "$!:/cgbd-file$i")
+	done
+	start_borrowd "$tmp/files.log" --engines none "${args[@]}"
+	# (130 workers to look up and hold: longer than one.)
+	wait_for "$tmp/files.log" "ready" 60 && rc=0 || rc=1
+	sleep 3
+	open=$(charge_files_open "$bpid")
+	out=$(tail -3 "$tmp/files.log")
+	check "$clients clients charged: borrowd holds one charge file per client ($open open)" \
+		'[[ $rc -eq 0 && $open -eq $clients ]]'
+	kill -KILL "${wpids[@]}"
+	wait "${wpids[@]}" 2>/dev/null
+	for ((i = 0; i < 100; i++)); do
+		(($(grep -c ': gone, charged' "$tmp/files.log") >= clients)) && break
+		sleep 0.1
+	done
+	open=$(charge_files_open "$bpid")
+	out=$(tail -3 "$tmp/files.log")
+	check "their workers gone: no charge file left open ($open)" '[[ $open -eq 0 ]]'
+	kill -TERM "$bpid"
+	wait "$bpid"
+	rmdir "${dirs[@]}"
+}
+
+# A charge under --min-charge-us (by default the CFS bandwidth slice, 5 ms)
+# waits for a later round, a second at most: a worker that runs less than
+# that a round costs about a charge a second, not ten, while a busy worker
+# is still charged every round; what waits is charged when borrowd exits.
+# (50 ms here: a wakeup of perl takes 2 ms of the emulated CPU.)
+small_charge_tests() {
+	local light busy nl nb r0 r1 c0 c1 got due rc t0 waited
+	make_group cgbd-light 50000
+	make_group cgbd-busy 50000
+	perl -e 'select(undef, undef, undef, 0.1) while 1' &
+	light=$!
+	pids+=("$light")
+	spinner cgbd-worker
+	busy=$spid
+	# (Once perl has started: that takes a while.)
+	sleep 1
+	r0=$(runtime "$light")
+	start_borrowd "$tmp/small.log" --engines none --verbose --min-charge-us 50000 \
+		--worker "$light:/cgbd-light" --worker "$busy:/cgbd-busy"
+	wait_for "$tmp/small.log" "ready" && rc=0 || rc=1
+	sleep 5
+	kill -TERM "$bpid"
+	wait "$bpid"
+	r1=$(runtime "$light")
+	kill -KILL "$busy"
+	wait "$busy" 2>/dev/null
+	nl=$(grep -c 'us to /cgbd-light for worker' "$tmp/small.log")
+	nb=$(grep -c 'us to /cgbd-busy for worker' "$tmp/small.log")
+	due=$(((r1 - r0) / 1000))
+	out=$(tail -3 "$tmp/small.log")
+	info "--min-charge-us 50000: a worker that wakes 10 times a second ran $due us in 5 s, charged in $nl charges; a busy one in $nb"
+	check "a worker that runs less than --min-charge-us a round is charged about once a second, not every round ($nl charges in 5 s)" \
+		'[[ $rc -eq 0 && $nl -ge 2 && $nl -le 8 && $due -lt 250000 ]]'
+	check "a busy worker is still charged every round ($nb charges in 5 s)" '[[ $nb -ge 35 ]]'
+
+	# Every charge waits a second: borrowd's exit, half a second after the
+	# worker (a busy loop) ran for 0.3 s, makes them.
+	kill -KILL "$light"
+	spinner cgbd-worker
+	busy=$spid
+	kill -STOP "$busy"
+	c0=$(charged cgbd-light)
+	r0=$(runtime "$busy")
+	start_borrowd "$tmp/small-exit.log" --engines none --min-charge-us 1000000 \
+		--worker "$busy:/cgbd-light"
+	wait_for "$tmp/small-exit.log" "ready" && rc=0 || rc=1
+	t0=${EPOCHREALTIME/./}
+	kill -CONT "$busy"
+	sleep 0.2
+	kill -STOP "$busy"
+	r1=$(runtime "$busy")
+	kill -TERM "$bpid"
+	waited=$(((${EPOCHREALTIME/./} - t0) / 1000))
+	wait "$bpid"
+	c1=$(charged cgbd-light)
+	kill -KILL "$busy"
+	got=$((c1 - c0)) due=$(((r1 - r0) / 1000))
+	out=$(tail -3 "$tmp/small-exit.log")
+	# (Within 900 ms of the run's start: not yet charged for its age.
+	# Within 5 %: what is checked is that the charge is made, not the
+	# accounting's precision, the 3 s window's check above: a run this
+	# short, on an emulated CPU that another VM slows, came out 2.5 % over.)
+	check "what waits is charged when borrowd exits (--min-charge-us 1000000: $got us of the $due us run, exit after $waited ms)" \
+		'[[ $rc -eq 0 && $due -gt 50000 && $waited -lt 900 ]] && python3 -c "import sys; sys.exit(abs($got - $due) > $due * 5 / 100)"'
+	rmdir "$(cpu_root)/cgbd-light" "$(cpu_root)/cgbd-busy"
 }
 
 # A worker that exits between two charges (a stopped container's logger

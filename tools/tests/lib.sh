@@ -51,12 +51,15 @@ make_group() {
 	local dir
 	dir=$(cpu_root)/$1
 	mkdir -p "$dir"
-	[[ -n ${2:-} ]] || return 0
-	if [[ -e $dir/cpu.max ]]; then
-		echo "$2 100000" >"$dir/cpu.max"
+	[[ -z ${2:-} ]] || group_quota "$dir" "$2"
+}
+# group_quota DIR QUOTA_US: QUOTA_US per 100 ms for the group at DIR.
+group_quota() {
+	if [[ -e $1/cpu.max ]]; then
+		echo "$2 100000" >"$1/cpu.max"
 	else
-		echo 100000 >"$dir/cpu.cfs_period_us"
-		echo "$2" >"$dir/cpu.cfs_quota_us"
+		echo 100000 >"$1/cpu.cfs_period_us"
+		echo "$2" >"$1/cpu.cfs_quota_us"
 	fi
 }
 
