@@ -113,7 +113,8 @@ host_tests() {
 	run --config "$tmp/bad-line.conf"
 	check "a line without '=': exit 2" '[[ $rc -eq 2 ]]'
 	local a
-	for a in "--interval-ms 0" "--interval-ms x" "--scan-ms -1" "--engines docker" \
+	for a in "--interval-ms 0" "--interval-ms x" "--min-charge-us -1" "--min-charge-us 2000000" \
+		"--scan-ms -1" "--engines docker" \
 		"--worker 0:/x" "--worker abc" "--worker 1:" "--duration 0" "--bogus" "extra" \
 		"--daemon a/b" "--daemon waytoolongprocessname" "--pod-logs relative/dir" \
 		"--evidence-us 9" "--evidence-us 100001" "--evidence-us 1ms"; do
