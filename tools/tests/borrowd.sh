@@ -826,8 +826,8 @@ charge_files_open() {
 
 # A charge is one write(2) to the client's file, kept open while its worker
 # works for it: with more clients than a fixed table of 128 files holds,
-# each still has its own; once the workers are gone, none is left open (an
-# open file would keep the kernel's record of a removed group).
+# each still has its own; once the workers are gone, none is left open (a
+# removed group's file held open would leak for as long as borrowd runs).
 charge_file_tests() {
 	local clients=130 i cg dirs=() wpids=() args=() open rc
 	cg=$(cpu_root)
