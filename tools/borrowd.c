@@ -609,14 +609,9 @@ static void choose_mode(void)
  */
 static long bandwidth_slice_us(void)
 {
-	char buf[32];
-	long v;
+	long long v = bcg_read_number("/proc/sys/kernel/sched_cfs_bandwidth_slice_us", 5000);
 
-	if (bcg_read_file("/proc/sys/kernel/sched_cfs_bandwidth_slice_us", buf,
-			  sizeof(buf)) <= 0 || set_long(strtok(buf, "\n") ?: "", 1,
-							1000000, &v))
-		return 5000;
-	return v;
+	return v > 0 && v <= 1000000 ? v : 5000;
 }
 
 static double now_s(void)
