@@ -175,9 +175,7 @@ def process_worse_than_off(c: Copy) -> None:
             for r in csv.DictReader((d / "exp2_runs.csv").open())
             if noisy(r)[:3] == ("100", "5", "cmd4")
         }
-        for mode, run in list(runs):
-            if mode != "process":
-                continue
+        for run in [run for mode, run in runs if mode == "process"]:
             factor = 0.95 * runs[("off", run)] / runs[("process", run)]
             c.scale_rates(
                 vm,
