@@ -730,14 +730,6 @@ TEST_F(borrowing, stall_open_at_the_end_counts)
 }
 
 /*
- * Charged far faster than it can pay, a group keeps a bandwidth slice on
- * every CPU it runs on in every period, and each thread gets CPU time. The
- * stall allowed over an uncharged run is three periods, not one: an emulated
- * CPU that its host deschedules overruns its slice by that time, which the
- * following periods' floors then pay (seen on a loaded host with 4 vCPUs);
- * a kernel that empties periods in a row stalls for ten.
- */
-/*
  * The premise of the floor's tests, with nothing charged: the quota holds
  * for threads that share a CPU in a child of the limited group. Throttled
  * per task, a thread picked after its sibling was throttled must be
@@ -787,6 +779,19 @@ TEST_F(borrowing, threads_sharing_a_cpu_in_a_child_keep_the_quota)
 	free(below);
 }
 
+/*
+ * Charged far faster than it can pay, a group keeps a bandwidth slice for
+ * every CPU it runs on in every period, and each thread gets CPU time. The
+ * slices are left in the group's pool, not reserved per CPU: a CPU that
+ * comes late to a refill finds them taken by CPUs that came first, so a
+ * thread can miss a period, and an emulated CPU that its host deschedules
+ * overruns its slice, which the following periods' floors then pay. The
+ * stall allowed over an uncharged run is therefore five periods, not one:
+ * 4 vCPUs on a host with 2 CPUs, one of them busy, stalled up to 3.4
+ * periods over it (168 threads' windows, 42 runs). A kernel that empties
+ * periods in a row stalls for ten, and one without a floor for the whole
+ * window.
+ */
 TEST_F(borrowing, every_cpu_progresses_every_period)
 {
 	int i, nr = bcg_nr_spinners();
@@ -815,7 +820,7 @@ TEST_F(borrowing, every_cpu_progresses_every_period)
 
 		TH_LOG("thread %d: longest stall %ld ms, %ld ms of CPU in 2 s at the bound",
 		       i, stall / USEC_PER_MSEC, t.stats[i].cpu_usec / USEC_PER_MSEC);
-		EXPECT_GE(uncharged + 3 * PERIOD_US, stall);
+		EXPECT_GE(uncharged + 5 * PERIOD_US, stall);
 		EXPECT_LE(2 * slice, t.stats[i].cpu_usec);
 	}
 	EXPECT_LT(0, BORROW_STAT(self->child).dropped);
