@@ -63,6 +63,7 @@ struct rule {
 	bool stopped;		/* paced: SIGSTOPped by us */
 	bool gone;		/* its pid is another process's now */
 	bool exited;		/* its pidfd polled readable */
+	bool unlisted;		/* its container left the engine's list */
 	bool ran;		/* charged since its group was last read */
 	unsigned long rounds, paused;
 };

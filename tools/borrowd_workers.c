@@ -520,7 +520,7 @@ void charge_all(bool reap, bool note, bool final)
 	}
 	/* Backwards: removing moves the last rule into the slot. */
 	for (int i = nr_rules - 1; reap && i >= 0; i--) {
-		if (!rules[i].exited && !rules[i].gone)
+		if (!rules[i].exited && !rules[i].gone && !rules[i].unlisted)
 			continue;
 		/* Its last run is in the sums by now. */
 		charge_rule(&rules[i], sums[rules[i].slot].ns, true);
@@ -626,11 +626,12 @@ void scan_engines(void)
 		if (rules[i].source == SRC_ENGINE)
 			rules[i].seen = false;
 	bcg_scan_containers(scan_container, NULL);
-	/* A container that is gone leaves its worker's last charges. */
-	for (int i = 0; i < nr_rules; i++) {
-		if (rules[i].source != SRC_ENGINE || rules[i].seen)
-			continue;
-		remove_rule(&rules[i]);
-		i--;
-	}
+	/*
+	 * A container that is gone (or whose worker now charges for itself)
+	 * drops its rule at the next reap, which charges what the worker ran
+	 * for it until then, however little: nothing else would.
+	 */
+	for (int i = 0; i < nr_rules; i++)
+		if (rules[i].source == SRC_ENGINE && !rules[i].seen)
+			rules[i].unlisted = true;
 }

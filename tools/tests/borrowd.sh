@@ -369,6 +369,7 @@ guest_tests() {
 	charge_file_tests
 	small_charge_tests
 	exited_worker_tests
+	unlisted_container_tests
 	attack_tests
 	self_charger_tests itself
 }
@@ -983,6 +984,45 @@ exited_worker_tests() {
 	check "... and the limited pod it shares with the client pays none of it" '[[ $((p1 - p0)) -eq 0 ]]'
 }
 
+# A container that leaves the engine's list takes its rule with it, and
+# what its worker ran for it is charged then, however recently: with
+# charges under a second held for a second (--min-charge-us 1000000), a
+# worker that ran 0.3 s just before the record goes is still owed all of it.
+unlisted_container_tests() {
+	local wpid init bpid u0 c0 c1 diff_pct rc U P T K
+	make_group cgbd-unlisted 50000
+	make_group cgbd-unlisted-worker
+	bash -c 'sleep 600 & echo $! >"$1"; while :; do :; done' _ "$tmp/unlisted-init.pid" &
+	wpid=$!
+	pids+=("$wpid")
+	echo "$wpid" >"$(cpu_root)/cgbd-unlisted-worker/cgroup.procs"
+	wait_for "$tmp/unlisted-init.pid" .
+	kill -STOP "$wpid"
+	init=$(cat "$tmp/unlisted-init.pid")
+	pids+=("$init")
+	echo "$init" >"$(cpu_root)/cgbd-unlisted/cgroup.procs"
+	conmon_record aaaa9999 "$init" "$wpid"
+	start_borrowd "$tmp/unlisted.log" --engines podman --scan-ms 200 --min-charge-us 1000000
+	wait_for "$tmp/unlisted.log" "works for /cgbd-unlisted, container aaaa9999" && rc=0 || rc=1
+	c0=$(charged cgbd-unlisted)
+	counters "$(cpu_root)/cgbd-unlisted-worker"
+	u0=$U
+	kill -CONT "$wpid"
+	sleep 0.3
+	kill -STOP "$wpid"
+	rm -rf "$tmp/run/containers/storage/overlay-containers/aaaa9999"
+	wait_for "$tmp/unlisted.log" "for /cgbd-unlisted: gone" || rc=1
+	counters "$(cpu_root)/cgbd-unlisted-worker"
+	c1=$(charged cgbd-unlisted)
+	kill -TERM "$bpid"
+	wait "$bpid"
+	diff_pct=$(python3 -c "print(f'{100 * ($c1 - $c0 - ($U - $u0)) / max($U - $u0, 1):+.3f}')")
+	info "unlisted container: its worker ran $((U - u0)) us, the client was charged $((c1 - c0)) us (${diff_pct} %)"
+	check "a container that leaves the engine's list is charged what its worker ran until then, within ${tolerance_pct} %" \
+		'[[ $rc -eq 0 && $((U - u0)) -gt 100000 ]] && python3 -c "import sys; sys.exit(abs($diff_pct) > $tolerance_pct)"'
+	kill -KILL "$wpid" "$init"
+}
+
 # A container must not decide who pays: each attack comes from a
 # neighbouring container (a group with a quota of its own; a mount
 # namespace of its own where that matters) and aims its CPU at a quiet
@@ -1422,6 +1462,7 @@ stock_tests() {
 	pace_kill_tests
 	failed_charge_tests
 	exited_worker_tests
+	unlisted_container_tests
 	attack_tests
 }
 
