@@ -158,6 +158,8 @@ static char state_file[PATH_MAX];
 static long long tick_us = 100000, jiffy_us = 4000, slice_us = 5000;
 static int nr_cpus = 1;
 static unsigned long long total_writes, total_adoptions, total_failed;
+/* What the mode reads besides each group's usage and quota: for its cost. */
+static unsigned long long total_period_looks, total_runnable_counts;
 /* The longest time from the last look at a quota to borrowd's write of it. */
 static double race_max_s;
 /* Groups forgotten (and what no group could owe): for the totals. */
@@ -218,6 +220,7 @@ static int write_quota(const char *dir, long long quota, long long period)
 
 static long long read_nr_periods(const char *dir)
 {
+	total_period_looks++;
 	return bcg_stat_key(dir, "nr_periods");
 }
 
@@ -715,7 +718,7 @@ void bq_tick(void)
 
 	for (int i = 0; i < nr_groups; i++) {
 		struct bq_group *q = &groups[i];
-		long long target, floor;
+		long long target, floor, least;
 		int k;
 
 		/* Unused for a minute and owing nothing: forgotten. */
@@ -732,13 +735,21 @@ void bq_tick(void)
 		adopt(q);
 		if (!q->limited)
 			continue;
-		/* The runnable CPUs are counted only where the floor may bind. */
+		/*
+		 * The floor as if every CPU ran the group's threads; the
+		 * runnable CPUs are counted only where a smaller floor would
+		 * give another target (a reading of every thread's state).
+		 */
+		least = q->a.debt_us ? min_quota(q) : 0;
 		floor = bq_floor(q->a.quota_us, nr_cpus, slice_us, jiffy_us);
-		if (q->a.debt_us / 2 > q->a.quota_us - floor) {
+		target = bq_target(&q->a, floor, least);
+		floor = bq_floor(q->a.quota_us, 1, slice_us, jiffy_us);
+		if (bq_target(&q->a, floor, least) != target) {
+			total_runnable_counts++;
 			k = count_runnable(q->g.dir, nr_cpus, 0);
 			floor = bq_floor(q->a.quota_us, k, slice_us, jiffy_us);
+			target = bq_target(&q->a, floor, least);
 		}
-		target = bq_target(&q->a, floor, q->a.debt_us ? min_quota(q) : 0);
 		if (!bq_must_write(&q->a, target, tick_us, hysteresis(&q->a))) {
 			q->pending = false;
 			continue;
@@ -842,6 +853,8 @@ void bq_totals(struct bq_totals *t)
 	t->race_max_us = race_max_s * 1e6;
 	t->adoptions = total_adoptions;
 	t->failed_writes = total_failed;
+	t->period_looks = total_period_looks;
+	t->runnable_counts = total_runnable_counts;
 }
 
 void bq_print(FILE *f)
@@ -883,9 +896,10 @@ void bq_json(FILE *f)
 	fprintf(f, "\"borrowed_us\": %llu, \"paid_us\": %llu, \"dropped_us\": %llu, "
 		"\"debt_us\": %llu, \"regained_us\": %llu, \"writes\": %llu, "
 		"\"adoptions\": %llu, \"failed_writes\": %llu, \"lowered_groups\": %d, "
-		"\"race_max_us\": %.1f, \"groups\": [", t.borrowed_us, t.paid_us,
-		t.dropped_us, t.debt_us, t.regained_us, t.writes, t.adoptions,
-		t.failed_writes, t.lowered, t.race_max_us);
+		"\"race_max_us\": %.1f, \"period_looks\": %llu, \"runnable_counts\": %llu, "
+		"\"groups\": [", t.borrowed_us, t.paid_us, t.dropped_us, t.debt_us,
+		t.regained_us, t.writes, t.adoptions, t.failed_writes, t.lowered,
+		t.race_max_us, t.period_looks, t.runnable_counts);
 	for (int i = 0; i < nr_groups; i++) {
 		const struct bq_group *q = &groups[i];
 

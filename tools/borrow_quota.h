@@ -90,6 +90,8 @@ struct bq_totals {
 	unsigned long long borrowed_us, paid_us, dropped_us, debt_us, regained_us;
 	unsigned long long writes, adoptions, failed_writes;
 	double race_max_us;	/* the longest look-to-write time */
+	/* Reads of nr_periods for a period's start; counts of runnable threads. */
+	unsigned long long period_looks, runnable_counts;
 };
 
 /* Sets up: the state file, the tick. 0 or -errno. */

@@ -1361,6 +1361,35 @@ print(j["charged_us"] - j["borrowed_us"] - j["dropped_us"])' "$tmp/quota1.json" 
 	check "quota mode: a quota removed by another party stays removed ($st)" '[[ $rc -eq 0 && ${st%% *} == @(max|-1) ]]'
 	kill "$wpid" "$cpid"
 	quota_ancestor_tests
+	quota_least_tests
+}
+
+# A client at the kernel's least quota (1 ms a period), busy, charged for
+# a busy worker: the quota cannot be lowered, so how many of its threads
+# run, which only bounds a lowering, is not read (a look at every thread
+# of the group, every round).
+quota_least_tests() {
+	local cpid bpid counts charged
+	kill_leftovers
+	make_group cgbd-ql 1000
+	make_group cgbd-qw
+	spinner cgbd-ql 0
+	cpid=$spid
+	spinner cgbd-qw 1
+	start_borrowd "$tmp/quota7.log" --engines none --quota-state "$tmp/quota" \
+		--stats "$tmp/quota7.json" --worker "$spid:/cgbd-ql"
+	wait_for "$tmp/quota7.log" "ready" && rc=0 || rc=1
+	sleep 2
+	kill -TERM "$bpid"
+	wait "$bpid" || rc=1
+	out=$(cat "$tmp/quota7.log")
+	read -r counts charged < <(python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+print(j["runnable_counts"], j["charged_us"])' "$tmp/quota7.json" 2>/dev/null)
+	info "quota mode, a client at the least quota: ${charged:-?} us charged, ${counts:-?} counts of its runnable threads"
+	check "quota mode: a client at the least quota is charged, and its threads are not counted" \
+		'[[ $rc -eq 0 && ${charged:-0} -gt 500000 && ${counts:-x} == 0 ]]'
+	kill -KILL "$cpid" "$spid"
 }
 
 # A pod with a quota (cgbd-qa) whose container (c, quota too) is charged,
