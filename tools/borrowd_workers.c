@@ -522,7 +522,10 @@ void charge_all(bool reap, bool note, bool final)
 	for (int i = nr_rules - 1; reap && i >= 0; i--) {
 		if (!rules[i].exited && !rules[i].gone && !rules[i].unlisted)
 			continue;
-		/* Its last run is in the sums by now. */
+		/*
+		 * An exited worker's last run is in the sums by now; an
+		 * unlisted one's run in progress was counted above.
+		 */
 		charge_rule(&rules[i], sums[rules[i].slot].ns, true);
 		remove_rule(&rules[i]);
 	}

@@ -186,6 +186,13 @@ g = json.load(sys.stdin)[0]
 both = g["borrow_outstanding_usec"] is None
 print(g["borrowed_usec"] + (g["borrow_dropped_usec"] if both else 0))'
 }
+# stats_fields FILE KEY...: the values of the KEYs in borrowd's --stats
+# FILE, on one line (nothing where the file cannot be read).
+stats_fields() {
+	python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+print(*(j[k] for k in sys.argv[2:]))' "$@" 2>/dev/null
+}
 # ledger_charged GROUP: charged's quota-mode half.
 ledger_charged() {
 	local i
@@ -1286,9 +1293,7 @@ while True:
 	share=$(((u1 - u0) * 10 / ((p1 - p0) * 1000 + 1)))
 	want=$((500 - (r1 - r0) / ((p1 - p0) * 100000 + 1)))
 	local writes race
-	read -r writes race < <(python3 -c 'import json, sys
-j = json.load(open(sys.argv[1]))
-print(j["writes"], j["race_max_us"])' "$tmp/quota1.json" 2>/dev/null)
+	read -r writes race < <(stats_fields "$tmp/quota1.json" writes race_max_us)
 	info "quota mode: the client had $((share / 10)).$((share % 10)) % of a CPU over $((p1 - p0)) periods; its quota less the worker's CPU: $((want / 10)).$((want % 10)) %; ${writes:-?} quota writes in $((${EPOCHREALTIME/./} / 1000000 - t0 / 1000000 + 1)) s, at most ${race:-?} us from a look at the quota to a write"
 	check "quota mode: the client gets its quota less the worker's CPU (within 4 points of a CPU)" \
 		'[[ $rc -eq 0 && $base -ge 450 && $share -ge $((want - 40)) && $share -le $((want + 40)) ]]'
@@ -1383,9 +1388,7 @@ quota_least_tests() {
 	kill -TERM "$bpid"
 	wait "$bpid" || rc=1
 	out=$(cat "$tmp/quota7.log")
-	read -r counts charged < <(python3 -c 'import json, sys
-j = json.load(open(sys.argv[1]))
-print(j["runnable_counts"], j["charged_us"])' "$tmp/quota7.json" 2>/dev/null)
+	read -r counts charged < <(stats_fields "$tmp/quota7.json" runnable_counts charged_us)
 	info "quota mode, a client at the least quota: ${charged:-?} us charged, ${counts:-?} counts of its runnable threads"
 	check "quota mode: a client at the least quota is charged, and its threads are not counted" \
 		'[[ $rc -eq 0 && ${charged:-0} -gt 500000 && ${counts:-x} == 0 ]]'
