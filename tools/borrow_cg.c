@@ -981,11 +981,27 @@ long long bcg_stat_key(const char *dir, const char *key)
 
 long long bcg_read_usage(const char *dir)
 {
-	char path[PATH_MAX + 512];
+	return bcg_read_usage_periods(dir, NULL);
+}
+
+long long bcg_read_usage_periods(const char *dir, long long *nr_periods)
+{
+	char path[PATH_MAX + 512], buf[CPU_STAT_SIZE];
 	long long ns;
 
-	if (cpu_v2)
-		return bcg_stat_key(dir, "usage_usec");
+	if (cpu_v2) {
+		/* One read: v2's cpu.stat flushes the group's statistics. */
+		if (read_cpu_stat(dir, buf, sizeof(buf)) <= 0) {
+			if (nr_periods)
+				*nr_periods = -1;
+			return -1;
+		}
+		if (nr_periods)
+			*nr_periods = stat_value(buf, "nr_periods");
+		return stat_value(buf, "usage_usec");
+	}
+	if (nr_periods)
+		*nr_periods = bcg_stat_key(dir, "nr_periods");
 	/* cpuacct mounted with cpu ("cpu,cpuacct"), as distributions do. */
 	snprintf(path, sizeof(path), "%s/cpuacct.usage", dir);
 	ns = bcg_read_number(path, -1);

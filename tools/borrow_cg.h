@@ -190,6 +190,11 @@ int bcg_read_quota(const char *dir, long long *quota_us, long long *period_us);
 long long bcg_stat_key(const char *dir, const char *key);
 /* The group's CPU time, us: cpu.stat's on v2, cpuacct's on v1; or -1. */
 long long bcg_read_usage(const char *dir);
+/*
+ * The same, and cpu.stat's nr_periods into *NR_PERIODS unless NULL (-1 if
+ * unread): on v2 from the same read.
+ */
+long long bcg_read_usage_periods(const char *dir, long long *nr_periods);
 
 /*
  * Room for NEED elements of SIZE in the array *ARR of *CAP: 0, or -ENOMEM

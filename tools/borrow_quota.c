@@ -12,6 +12,13 @@
  * timer keeps its phase while the group is busy: once seen, the next start
  * is known, and a look just after it finds it; the first one is found by
  * looking every few milliseconds.
+ *
+ * What it reads is its cost: a v2 cpu.stat read flushes the group's
+ * statistics. A round looks once at each group that owes or has a lowered
+ * quota (its usage, and nr_periods from the same read), and at no other;
+ * a write looks once more, for its period and its settling together.
+ * Writes of the quota by others are seen by inotify (a write(2) of a
+ * cgroup file raises IN_MODIFY), so a quota is read only after a write.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -20,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -132,6 +140,7 @@ bool bq_must_write(const struct bq_acct *a, long long target,
 
 struct bq_group {
 	struct bcg g;
+	bool v2;		/* cpu.max, not v1's two files */
 	unsigned long long ino;	/* its directory's: the group, not the path */
 	struct bq_acct a;
 	bool limited;		/* has a quota (configured) */
@@ -150,6 +159,12 @@ struct bq_group {
 	double phase;
 	unsigned long writes;
 	int last_err;
+	int wd[2];		/* inotify watches of its quota files; -1: none */
+	bool touched;		/* a quota file was written since the last read */
+	double woken;		/* when a charge last looked at it, owing nothing */
+	/* The last look: usage and nr_periods (-1: unread), and its time. */
+	long long seen_usage, seen_periods;
+	double seen_t;
 };
 
 static struct bq_group *groups;
@@ -160,10 +175,13 @@ static int nr_cpus = 1;
 static unsigned long long total_writes, total_adoptions, total_failed;
 /* What the mode reads besides each group's usage and quota: for its cost. */
 static unsigned long long total_period_looks, total_runnable_counts;
+static unsigned long long total_rounds;
 /* The longest time from the last look at a quota to borrowd's write of it. */
 static double race_max_s;
 /* Groups forgotten (and what no group could owe): for the totals. */
 static struct bq_acct gone;
+/* inotify for writes of the groups' quota files; -1: they are read. */
+static int notify_fd = -1;
 
 static double now_s(void)
 {
@@ -188,6 +206,10 @@ int bq_init(const char *file, long tick_ms)
 	nr_cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (nr_cpus < 1)
 		nr_cpus = 1;
+	notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (notify_fd < 0)
+		msg("cannot watch the quota files (%s): each owing group's quota is "
+		    "read every round", strerror(errno));
 	return 0;
 }
 
@@ -218,10 +240,18 @@ static int write_quota(const char *dir, long long quota, long long period)
 	return write_str(dir, "cpu.cfs_quota_us", buf);
 }
 
-static long long read_nr_periods(const char *dir)
+/*
+ * A look at Q's usage (and nr_periods if PERIODS; v2 reads both at once).
+ * settle() takes it.
+ */
+static void look(struct bq_group *q, bool periods)
 {
-	total_period_looks++;
-	return bcg_stat_key(dir, "nr_periods");
+	long long nr = -1;
+
+	q->seen_usage = bcg_read_usage_periods(q->g.dir,
+					       periods || bcg_is_v2() ? &nr : NULL);
+	q->seen_periods = nr;
+	q->seen_t = now_s();
 }
 
 /* Runnable threads of the group and its descendants, up to MAX. */
@@ -295,6 +325,71 @@ static struct bq_group *find_group(const char *dir)
 	return NULL;
 }
 
+/* The group at hierarchy path PATH, if tracked. */
+static struct bq_group *find_path(const char *path)
+{
+	for (int i = 0; i < nr_groups; i++)
+		if (!strcmp(groups[i].g.path, path))
+			return &groups[i];
+	return NULL;
+}
+
+/* Watches Q's quota files for writes; a file not watched is read instead. */
+static void watch_quota(struct bq_group *q)
+{
+	static const char *const files[2][2] = {
+		{ "cpu.cfs_quota_us", "cpu.cfs_period_us" }, { "cpu.max", NULL },
+	};
+	const char *const *f = files[q->v2];
+	char path[PATH_MAX + 512];
+	static bool said;
+
+	q->wd[0] = -1;
+	q->wd[1] = -1;
+	q->touched = true;
+	for (int i = 0; notify_fd >= 0 && i < 2 && f[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", q->g.dir, f[i]);
+		q->wd[i] = inotify_add_watch(notify_fd, path, IN_MODIFY);
+		if (q->wd[i] < 0 && !said) {
+			msg("no inotify watch of %s (%s): such quotas are read every round",
+			    path, strerror(errno));
+			said = true;
+		}
+	}
+}
+
+static bool watched(const struct bq_group *q)
+{
+	return q->wd[0] >= 0 && (q->wd[1] >= 0 || q->v2);
+}
+
+static void unwatch_quota(struct bq_group *q)
+{
+	for (int i = 0; i < 2; i++)
+		if (q->wd[i] >= 0)
+			inotify_rm_watch(notify_fd, q->wd[i]);
+}
+
+/* Marks the groups whose quota files were written since the last call. */
+static void drain_notify(void)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const struct inotify_event *ev;
+	ssize_t n;
+
+	if (notify_fd < 0)
+		return;
+	while ((n = read(notify_fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + n; p += sizeof(*ev) + ev->len) {
+			ev = (const struct inotify_event *)p;
+			for (int i = 0; i < nr_groups; i++)
+				if (ev->mask & IN_Q_OVERFLOW || ev->wd == groups[i].wd[0] ||
+				    ev->wd == groups[i].wd[1])
+					groups[i].touched = true;
+		}
+	}
+}
+
 /* The inode of a group's directory, 0 if it has none. */
 static unsigned long long dir_ino(const char *dir)
 {
@@ -318,6 +413,7 @@ static void forget(int i)
 	gone.paid_us += q->a.paid_us;
 	gone.dropped_us += q->a.dropped_us + q->a.debt_us;
 	gone.regained_us += q->a.regained_us;
+	unwatch_quota(q);
 	groups[i] = groups[--nr_groups];
 	if (saved)
 		save_state();
@@ -339,6 +435,42 @@ static bool forget_if_gone(struct bq_group *q)
 	return true;
 }
 
+/* Owes nothing, and its quota is its own: the rounds do not look at it. */
+static bool dormant(const struct bq_group *q)
+{
+	return !q->a.debt_us && !q->a.lowered_us && q->written_us < 0 && !q->pending;
+}
+
+static bool adopt(struct bq_group *q);
+
+/*
+ * A group a charge names. A dormant one is looked at here, at most once a
+ * round: whether it is still the same group, its quota if written since,
+ * and, if limited, its usage from now on (what it left unused before the
+ * charge does not pay it). False if it is gone.
+ */
+static bool wake(struct bq_group *q)
+{
+	double now, round = tick_us / 1e6;
+
+	if (!dormant(q))
+		return true;
+	now = now_s();
+	if (now - q->woken < round)
+		return true;
+	q->woken = now;
+	if (forget_if_gone(q))
+		return false;
+	if (q->touched || !watched(q))
+		adopt(q);
+	if (q->limited && now - q->t >= round) {
+		look(q, false);
+		q->usage_us = q->seen_usage;
+		q->t = q->seen_t;
+	}
+	return true;
+}
+
 /* The group at PATH in the hierarchy, tracked from now on: NULL on error. */
 static struct bq_group *get_group(const char *path, int *err)
 {
@@ -346,11 +478,15 @@ static struct bq_group *get_group(const char *path, int *err)
 	struct bcg g;
 	long long quota, period;
 
+	/* Charged every round: found by its path, as the charge names it. */
+	q = find_path(path);
+	if (q && wake(q))
+		return q;
 	*err = bcg_from_path(&g, path);
 	if (*err)
 		return NULL;
 	q = find_group(g.dir);
-	if (q && !forget_if_gone(q))
+	if (q && wake(q))
 		return q;
 	/* The state file has a line per group, the path last. */
 	if (strchr(g.dir, '\n')) {
@@ -367,14 +503,18 @@ static struct bq_group *get_group(const char *path, int *err)
 	q = &groups[nr_groups++];
 	memset(q, 0, sizeof(*q));
 	q->g = g;
+	q->v2 = bcg_dir_is_v2(g.dir);
 	q->ino = dir_ino(g.dir);
 	q->a.quota_us = quota;
 	q->a.period_us = period;
 	q->limited = quota > 0;
 	q->written_us = -1;
+	watch_quota(q);
+	q->touched = false;	/* read just now */
 	q->usage_us = bcg_read_usage(g.dir);
 	q->t = now_s();
 	q->last_use = q->t;
+	q->woken = q->t;
 	return q;
 }
 
@@ -601,6 +741,7 @@ static bool adopt(struct bq_group *q)
 	long long quota, period, expect;
 	int ret;
 
+	q->touched = false;	/* a write from now on is seen again */
 	ret = bcg_read_quota(q->g.dir, &quota, &period);
 	if (ret) {
 		if (ret != q->last_err && ret != -ENOENT)
@@ -630,20 +771,20 @@ static bool adopt(struct bq_group *q)
 }
 
 /*
- * The account up to NOW: what the group used since the last settling,
- * beyond its quota if a write may have given it more (then it owes that
- * too), or short of it (then that pays). The lowering was the same all
- * along: a write settles first.
+ * The account up to the last look: what the group used since the last
+ * settling, beyond its quota if a write may have given it more (then it
+ * owes that too), or short of it (then that pays). The lowering was the
+ * same all along: a write settles first.
  */
-static void settle(struct bq_group *q, double now)
+static void settle(struct bq_group *q)
 {
-	long long usage = bcg_read_usage(q->g.dir), used = -1;
-	long long elapsed = (now - q->t) * 1e6;
+	long long usage = q->seen_usage, used = -1;
+	long long elapsed = (q->seen_t - q->t) * 1e6;
 
 	if (usage >= 0 && q->usage_us >= 0 && usage >= q->usage_us)
 		used = usage - q->usage_us;
 	q->usage_us = usage;
-	q->t = now;
+	q->t = q->seen_t;
 	if (!q->limited)
 		return;
 	if (q->wrote || q->a.lowered_us)
@@ -658,7 +799,7 @@ static void write_lowered(struct bq_group *q)
 	double t;
 	int ret;
 
-	settle(q, now_s());
+	settle(q);	/* from write_due()'s look */
 	q->pending = false;
 	if (lowered == q->a.lowered_us)
 		return;
@@ -673,11 +814,14 @@ static void write_lowered(struct bq_group *q)
 	/*
 	 * Another party's write between this look and the write below is
 	 * lost (a cgroup file has no compare-and-swap): the look is the last
-	 * step before it, and the time between them is counted.
+	 * step before it, and the time between them is counted. (Our own
+	 * write's event makes the next round read the quota once: a write of
+	 * another party that lands after ours is adopted there.)
 	 */
-	if (adopt(q))
-		return;
 	t = now_s();
+	drain_notify();
+	if ((q->touched || !watched(q)) && adopt(q))
+		return;
 	ret = write_quota(q->g.dir, quota, q->a.period_us);
 	t = now_s() - t;
 	if (t > race_max_s)
@@ -712,27 +856,33 @@ static long long hysteresis(const struct bq_acct *a)
 	return a->quota_us / 20 > BQ_MIN_QUOTA_US ? a->quota_us / 20 : BQ_MIN_QUOTA_US;
 }
 
+static void plan_look(struct bq_group *q, double now);
+
 void bq_tick(void)
 {
 	double now = now_s();
 
+	total_rounds++;
+	drain_notify();
 	for (int i = 0; i < nr_groups; i++) {
 		struct bq_group *q = &groups[i];
 		long long target, floor, least;
 		int k;
 
-		/* Unused for a minute and owing nothing: forgotten. */
-		if (!q->a.debt_us && q->written_us < 0 && !q->pending &&
-		    now - q->last_use > 60) {
-			forget(i--);
+		if (dormant(q)) {
+			/* Unused for a minute: forgotten. */
+			if (now - q->last_use > 60)
+				forget(i--);
 			continue;
 		}
 		if (forget_if_gone(q)) {
 			i--;
 			continue;
 		}
-		settle(q, now);
-		adopt(q);
+		look(q, false);
+		settle(q);
+		if (q->touched || !watched(q))
+			adopt(q);
 		if (!q->limited)
 			continue;
 		/*
@@ -755,9 +905,12 @@ void bq_tick(void)
 			continue;
 		}
 		if (!q->pending) {
-			q->pending_periods = read_nr_periods(q->g.dir);
+			if (q->seen_periods < 0)
+				look(q, true);	/* v1: cpu.stat, apart */
+			q->pending_periods = q->seen_periods;
 			q->pending_since = now;
-			q->due = now;
+			/* The look above is this one's: the next at a start. */
+			plan_look(q, now);
 		}
 		q->pending = true;
 		q->pending_lowered = target;
@@ -768,29 +921,17 @@ void bq_tick(void)
 #define BQ_LOOK_S	0.002
 
 /*
- * Whether Q's pending write is due now; when to look again if not. The
- * phase is taken from a look every BQ_LOOK_S, and kept: set at each write,
- * it would move later by the look's delay every time.
+ * When to look next for the start of a period of Q's after its write was
+ * decided. The phase is taken from a look every BQ_LOOK_S, and kept: set
+ * at each write, it would move later by the look's delay every time.
  */
-static bool write_due(struct bq_group *q, double now)
+static void plan_look(struct bq_group *q, double now)
 {
 	double period = q->a.period_us / 1e6, last;
-	long long nr;
 
-	if (now < q->due)
-		return false;
-	nr = read_nr_periods(q->g.dir);
-	if (nr != q->pending_periods) {
-		if (!q->phase)
-			q->phase = now;
-		return true;
-	}
-	/* An idle group's timer stops: its runtime is full, any time will do. */
-	if (now - q->pending_since > 1.2 * period)
-		return true;
 	q->due = now + BQ_LOOK_S;
 	if (!q->phase)
-		return false;
+		return;
 	/* The start the phase puts last, at or before now. */
 	last = q->phase + period * (long long)((now - q->phase) / period);
 	if (now - last < 0.003)
@@ -799,6 +940,24 @@ static bool write_due(struct bq_group *q, double now)
 		q->due = last + period + 0.0005;	/* due next */
 	else
 		q->phase = 0;			/* missed: the timer restarted */
+}
+
+/* Whether Q's pending write is due now; if not, when to look again. */
+static bool write_due(struct bq_group *q, double now)
+{
+	if (now < q->due)
+		return false;
+	total_period_looks++;
+	look(q, true);
+	if (q->seen_periods != q->pending_periods) {
+		if (!q->phase)
+			q->phase = now;
+		return true;
+	}
+	/* An idle group's timer stops: its runtime is full, any time will do. */
+	if (now - q->pending_since > 1.2 * q->a.period_us / 1e6)
+		return true;
+	plan_look(q, now);
 	return false;
 }
 
@@ -855,6 +1014,7 @@ void bq_totals(struct bq_totals *t)
 	t->failed_writes = total_failed;
 	t->period_looks = total_period_looks;
 	t->runnable_counts = total_runnable_counts;
+	t->rounds = total_rounds;
 }
 
 void bq_print(FILE *f)
@@ -897,9 +1057,10 @@ void bq_json(FILE *f)
 		"\"debt_us\": %llu, \"regained_us\": %llu, \"writes\": %llu, "
 		"\"adoptions\": %llu, \"failed_writes\": %llu, \"lowered_groups\": %d, "
 		"\"race_max_us\": %.1f, \"period_looks\": %llu, \"runnable_counts\": %llu, "
-		"\"groups\": [", t.borrowed_us, t.paid_us, t.dropped_us, t.debt_us,
-		t.regained_us, t.writes, t.adoptions, t.failed_writes, t.lowered,
-		t.race_max_us, t.period_looks, t.runnable_counts);
+		"\"rounds\": %llu, \"groups\": [", t.borrowed_us, t.paid_us,
+		t.dropped_us, t.debt_us, t.regained_us, t.writes, t.adoptions,
+		t.failed_writes, t.lowered, t.race_max_us, t.period_looks,
+		t.runnable_counts, t.rounds);
 	for (int i = 0; i < nr_groups; i++) {
 		const struct bq_group *q = &groups[i];
 

@@ -92,6 +92,7 @@ struct bq_totals {
 	double race_max_us;	/* the longest look-to-write time */
 	/* Reads of nr_periods for a period's start; counts of runnable threads. */
 	unsigned long long period_looks, runnable_counts;
+	unsigned long long rounds;	/* bq_tick()s */
 };
 
 /* Sets up: the state file, the tick. 0 or -errno. */

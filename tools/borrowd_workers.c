@@ -367,7 +367,11 @@ static int charge(const struct bcg *g, int *fd, unsigned long long usec,
 		return -ESRCH;
 	}
 	if (opt.mode == MODE_QUOTA) {
-		if (worker > 0 && !bcg_from_pid(&now, worker))
+		/*
+		 * On v2 the BPF program sees each run's group, and a change
+		 * of it has WG read again (charge_all()): no read a charge.
+		 */
+		if (worker > 0 && (!wg || !bcg_is_v2()) && !bcg_from_pid(&now, worker))
 			wg = &now;
 		return bq_charge(g, usec, wg);
 	}
