@@ -6,7 +6,9 @@ Usage: tap_summary.py [--info FILE]... [--same-or-better STOCK PATCHED[,PATCHED.
 Counts the innermost test results of each FILE (KUnit nests its cases one
 level below the suite line; kselftest results are not nested), prints a
 line per file and a closing "N passed, N failed, N skipped" line, and exits
-non-zero if anything failed.
+non-zero if anything failed. A FILE whose top-level results do not match
+its plans ("1..N", one per suite the file holds) counts as a failure: a
+suite that stopped early, or numbered a result twice.
 
 --info FILE lists a file's results without counting them: the upstream
 test_cpu results, which are judged only by comparison. --same-or-better adds
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 RESULT = re.compile(r"^(?P<indent>\s*)(?P<status>not ok|ok) (?P<num>\d+)\s*-?\s*(?P<rest>.*)$")
+PLAN = re.compile(r"^1\.\.(?P<count>\d+)")
 
 
 @dataclass
@@ -55,6 +58,18 @@ def parse(text: str) -> Results:
         else:
             res.failed.append(name)
     return res
+
+
+def plan_mismatch(text: str) -> str | None:
+    """Why the top-level results disagree with the plans, or None."""
+    lines = text.splitlines()
+    results = sum(1 for m in map(RESULT.match, lines) if m and not m["indent"])
+    plans = [int(m["count"]) for m in map(PLAN.match, lines) if m]
+    if not plans:
+        return f"no plan for its {results} results"
+    if sum(plans) != results:
+        return f"plan of {sum(plans)} ({', '.join(f'1..{n}' for n in plans)}) but {results} results"
+    return None
 
 
 def load(path: str | Path) -> Results:
@@ -108,6 +123,10 @@ def main(argv: list[str]) -> int:
         print(describe(path, res))
         for name in res.failed:
             print(f"  FAILED {name}")
+        why = plan_mismatch(path.read_text(errors="replace"))
+        if why:
+            print(f"  FAILED the results: {why}")
+            failed += 1
         passed += len(res.passed)
         failed += len(res.failed)
         skipped += len(res.skipped)
