@@ -115,7 +115,8 @@ def main(argv: list[str]) -> int:
             print(f"{path}: missing (the suite did not run)")
             failed += 1
             continue
-        res = load(path)
+        text = path.read_text(errors="replace")
+        res = parse(text)
         if not (res.passed or res.failed or res.skipped):
             print(f"{path}: no test results")
             failed += 1
@@ -123,7 +124,7 @@ def main(argv: list[str]) -> int:
         print(describe(path, res))
         for name in res.failed:
             print(f"  FAILED {name}")
-        why = plan_mismatch(path.read_text(errors="replace"))
+        why = plan_mismatch(text)
         if why:
             print(f"  FAILED the results: {why}")
             failed += 1

@@ -249,7 +249,7 @@ static void look(struct bq_group *q, bool periods)
 	long long nr = -1;
 
 	q->seen_usage = bcg_read_usage_periods(q->g.dir,
-					       periods || bcg_is_v2() ? &nr : NULL);
+					       periods || q->v2 ? &nr : NULL);
 	q->seen_periods = nr;
 	q->seen_t = now_s();
 }
@@ -346,7 +346,6 @@ static void watch_quota(struct bq_group *q)
 
 	q->wd[0] = -1;
 	q->wd[1] = -1;
-	q->touched = true;
 	for (int i = 0; notify_fd >= 0 && i < 2 && f[i]; i++) {
 		snprintf(path, sizeof(path), "%s/%s", q->g.dir, f[i]);
 		q->wd[i] = inotify_add_watch(notify_fd, path, IN_MODIFY);
@@ -443,6 +442,20 @@ static bool dormant(const struct bq_group *q)
 
 static bool adopt(struct bq_group *q);
 
+/* adopt() where the quota may have been written since it was read. */
+static bool adopt_if_written(struct bq_group *q)
+{
+	return (q->touched || !watched(q)) && adopt(q);
+}
+
+/* Its usage counted from now on: a look, taken as settled. */
+static void count_from_now(struct bq_group *q)
+{
+	look(q, false);
+	q->usage_us = q->seen_usage;
+	q->t = q->seen_t;
+}
+
 /*
  * A group a charge names. A dormant one is looked at here, at most once a
  * round: whether it is still the same group, its quota if written since,
@@ -461,13 +474,9 @@ static bool wake(struct bq_group *q)
 	q->woken = now;
 	if (forget_if_gone(q))
 		return false;
-	if (q->touched || !watched(q))
-		adopt(q);
-	if (q->limited && now - q->t >= round) {
-		look(q, false);
-		q->usage_us = q->seen_usage;
-		q->t = q->seen_t;
-	}
+	adopt_if_written(q);
+	if (q->limited && now - q->t >= round)
+		count_from_now(q);
 	return true;
 }
 
@@ -510,9 +519,7 @@ static struct bq_group *get_group(const char *path, int *err)
 	q->limited = quota > 0;
 	q->written_us = -1;
 	watch_quota(q);
-	q->touched = false;	/* read just now */
-	q->usage_us = bcg_read_usage(g.dir);
-	q->t = now_s();
+	count_from_now(q);
 	q->last_use = q->t;
 	q->woken = q->t;
 	return q;
@@ -820,7 +827,7 @@ static void write_lowered(struct bq_group *q)
 	 */
 	t = now_s();
 	drain_notify();
-	if ((q->touched || !watched(q)) && adopt(q))
+	if (adopt_if_written(q))
 		return;
 	ret = write_quota(q->g.dir, quota, q->a.period_us);
 	t = now_s() - t;
@@ -881,8 +888,7 @@ void bq_tick(void)
 		}
 		look(q, false);
 		settle(q);
-		if (q->touched || !watched(q))
-			adopt(q);
+		adopt_if_written(q);
 		if (!q->limited)
 			continue;
 		/*
@@ -905,9 +911,9 @@ void bq_tick(void)
 			continue;
 		}
 		if (!q->pending) {
-			if (q->seen_periods < 0)
-				look(q, true);	/* v1: cpu.stat, apart */
-			q->pending_periods = q->seen_periods;
+			/* v1 reads cpu.stat apart from the usage. */
+			q->pending_periods = q->seen_periods >= 0 ? q->seen_periods :
+					     bcg_stat_key(q->g.dir, "nr_periods");
 			q->pending_since = now;
 			/* The look above is this one's: the next at a start. */
 			plan_look(q, now);

@@ -193,13 +193,17 @@ stats_fields() {
 j = json.load(open(sys.argv[1]))
 print(*(j[k] for k in sys.argv[2:]))' "$@" 2>/dev/null
 }
+# stats_now: borrowd ($bpid) writes its --stats ($bstats) now (USR1).
+stats_now() {
+	local i
+	rm -f "$bstats"
+	kill -USR1 "$bpid"
+	for ((i = 0; i < 100; i++)); do [[ -s $bstats ]] && break; sleep 0.02; done
+}
 # ledger_charged GROUP: charged's quota-mode half.
 ledger_charged() {
-	local i
 	if kill -0 "$bpid" 2>/dev/null; then
-		rm -f "$bstats"
-		kill -USR1 "$bpid"
-		for ((i = 0; i < 100; i++)); do [[ -s $bstats ]] && break; sleep 0.02; done
+		stats_now
 	fi
 	python3 -c '
 import json, sys
@@ -1442,10 +1446,7 @@ syscr() { sed -n 's/^syscr: //p' "/proc/$1/io"; }
 # reads_snap: borrowd's ($bpid) read(2) calls in R; its quota writes in W
 # and its rounds in N (--stats, after a USR1).
 reads_snap() {
-	local i
-	rm -f "$bstats"
-	kill -USR1 "$bpid"
-	for ((i = 0; i < 100; i++)); do [[ -s $bstats ]] && break; sleep 0.02; done
+	stats_now
 	R=$(syscr "$bpid")
 	read -r W N < <(stats_fields "$bstats" writes rounds)
 }
