@@ -17,6 +17,11 @@
  * statistics. A round looks once at each group that owes or has a lowered
  * quota (its usage, and nr_periods from the same read), and at no other;
  * a write looks once more, for its period and its settling together.
+ * A group whose quota is already the least it may have (nothing can be
+ * lowered) and that left none of it unused at its last look (nothing was
+ * paid) is looked at once a second: only what it leaves unused can pay,
+ * and a busy group leaves nothing (a kubelet's 10m CPU limit is such a
+ * quota, 1 ms a period).
  * Writes of the quota by others are seen by inotify (a write(2) of a
  * cgroup file raises IN_MODIFY), so a quota is read only after a write.
  */
@@ -162,6 +167,9 @@ struct bq_group {
 	int wd[2];		/* inotify watches of its quota files; -1: none */
 	bool touched;		/* a quota file was written since the last read */
 	double woken;		/* when a charge last looked at it, owing nothing */
+	/* Its quota is the least it may have: the debt cannot lower it. */
+	bool unlowerable;
+	long long paid_last;	/* what the last settling paid */
 	/* The last look: usage and nr_periods (-1: unread), and its time. */
 	long long seen_usage, seen_periods;
 	double seen_t;
@@ -175,6 +183,7 @@ static int nr_cpus = 1;
 static unsigned long long total_writes, total_adoptions, total_failed;
 /* What the mode reads besides each group's usage and quota: for its cost. */
 static unsigned long long total_period_looks, total_runnable_counts;
+static unsigned long long total_looks;	/* every look at a group's usage */
 static unsigned long long total_rounds;
 /* The longest time from the last look at a quota to borrowd's write of it. */
 static double race_max_s;
@@ -248,6 +257,7 @@ static void look(struct bq_group *q, bool periods)
 {
 	long long nr = -1;
 
+	total_looks++;
 	q->seen_usage = bcg_read_usage_periods(q->g.dir,
 					       periods || q->v2 ? &nr : NULL);
 	q->seen_periods = nr;
@@ -441,6 +451,7 @@ static bool dormant(const struct bq_group *q)
 }
 
 static bool adopt(struct bq_group *q);
+static void settle(struct bq_group *q);
 
 /* adopt() where the quota may have been written since it was read. */
 static bool adopt_if_written(struct bq_group *q)
@@ -734,6 +745,11 @@ int bq_owed(const struct bcg *g, long long *owed_us, long long *quota_us)
 {
 	struct bq_group *q = find_group(g->dir);
 
+	/* Pacing asks every round: the rounds may look at it less often. */
+	if (q && q->unlowerable && now_s() - q->t >= tick_us / 1e6) {
+		look(q, false);
+		settle(q);
+	}
 	*owed_us = q ? q->a.debt_us : 0;
 	*quota_us = q && q->limited ? q->a.quota_us : -1;
 	return 0;
@@ -796,8 +812,22 @@ static void settle(struct bq_group *q)
 		return;
 	if (q->wrote || q->a.lowered_us)
 		bq_regain(&q->a, elapsed, used);
-	bq_pay(&q->a, elapsed, used);
+	q->paid_last = bq_pay(&q->a, elapsed, used);
 	q->wrote = false;
+}
+
+/* How often the rounds look at a group that cannot be lowered nor paid. */
+#define BQ_SLOW_LOOK_S	1.0
+
+/*
+ * Q owes, its quota cannot be lowered, and it paid nothing at its last
+ * look (it used its whole quota): the rounds look at it once a second. A
+ * write of its quota by another party, or a lowering, wakes it.
+ */
+static bool slow_looks(const struct bq_group *q, double now)
+{
+	return q->unlowerable && !q->a.lowered_us && !q->pending && !q->wrote &&
+	       !q->touched && !q->paid_last && now - q->t < BQ_SLOW_LOOK_S;
 }
 
 static void write_lowered(struct bq_group *q)
@@ -882,6 +912,8 @@ void bq_tick(void)
 				forget(i--);
 			continue;
 		}
+		if (slow_looks(q, now))
+			continue;
 		if (forget_if_gone(q)) {
 			i--;
 			continue;
@@ -889,6 +921,7 @@ void bq_tick(void)
 		look(q, false);
 		settle(q);
 		adopt_if_written(q);
+		q->unlowerable = false;
 		if (!q->limited)
 			continue;
 		/*
@@ -897,6 +930,7 @@ void bq_tick(void)
 		 * give another target (a reading of every thread's state).
 		 */
 		least = q->a.debt_us ? min_quota(q) : 0;
+		q->unlowerable = q->a.debt_us && q->a.quota_us <= least;
 		floor = bq_floor(q->a.quota_us, nr_cpus, slice_us, jiffy_us);
 		target = bq_target(&q->a, floor, least);
 		floor = bq_floor(q->a.quota_us, 1, slice_us, jiffy_us);
@@ -1019,6 +1053,7 @@ void bq_totals(struct bq_totals *t)
 	t->adoptions = total_adoptions;
 	t->failed_writes = total_failed;
 	t->period_looks = total_period_looks;
+	t->looks = total_looks;
 	t->runnable_counts = total_runnable_counts;
 	t->rounds = total_rounds;
 }
@@ -1063,10 +1098,10 @@ void bq_json(FILE *f)
 		"\"debt_us\": %llu, \"regained_us\": %llu, \"writes\": %llu, "
 		"\"adoptions\": %llu, \"failed_writes\": %llu, \"lowered_groups\": %d, "
 		"\"race_max_us\": %.1f, \"period_looks\": %llu, \"runnable_counts\": %llu, "
-		"\"rounds\": %llu, \"groups\": [", t.borrowed_us, t.paid_us,
-		t.dropped_us, t.debt_us, t.regained_us, t.writes, t.adoptions,
-		t.failed_writes, t.lowered, t.race_max_us, t.period_looks,
-		t.runnable_counts, t.rounds);
+		"\"rounds\": %llu, \"looks\": %llu, \"groups\": [", t.borrowed_us,
+		t.paid_us, t.dropped_us, t.debt_us, t.regained_us, t.writes,
+		t.adoptions, t.failed_writes, t.lowered, t.race_max_us,
+		t.period_looks, t.runnable_counts, t.rounds, t.looks);
 	for (int i = 0; i < nr_groups; i++) {
 		const struct bq_group *q = &groups[i];
 

@@ -93,6 +93,7 @@ struct bq_totals {
 	/* Reads of nr_periods for a period's start; counts of runnable threads. */
 	unsigned long long period_looks, runnable_counts;
 	unsigned long long rounds;	/* bq_tick()s */
+	unsigned long long looks;	/* reads of a group's usage */
 };
 
 /* Sets up: the state file, the tick. 0 or -errno. */

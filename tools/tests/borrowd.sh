@@ -1381,6 +1381,7 @@ print(j["charged_us"] - j["borrowed_us"] - j["dropped_us"])' "$tmp/quota1.json" 
 	quota_dormant_tests
 	quota_regain_tests
 	quota_reads_tests
+	quota_slow_looks_tests
 }
 
 # An idle client charged for a busy worker until lowered, then paid up
@@ -1461,23 +1462,33 @@ reads_snap() {
 # every round as well, as the quota mode did, is six reads a round (v1:
 # twelve) more: on v2 17 to 20 a round against at most 10 (2 CPUs), 7 to
 # 8 now.
-quota_reads_tests() {
-	local clients=6 i wargs=() rounds most R W N r0 w0 n0 each=1
+# owing_reads N NAME QUOTA LOG SECS: N busy clients cgbd-NAME1.. at QUOTA
+# us a period, each charged for a busy worker of its own (cgbd-qw) by
+# borrowd (its log LOG; $rc 1 if it did not start); borrowd's reads,
+# quota writes and rounds in SECS seconds from 2 s on: R - r0, W - w0,
+# N - n0.
+owing_reads() {
+	local i wargs=()
 	kill_leftovers
 	make_group cgbd-qw
-	for ((i = 1; i <= clients; i++)); do
-		make_group "cgbd-qr$i" 10000
-		spinner "cgbd-qr$i" 0
+	for ((i = 1; i <= $1; i++)); do
+		make_group "cgbd-$2$i" "$3"
+		spinner "cgbd-$2$i" 0
 		spinner cgbd-qw 1
-		wargs+=(--worker "$spid:/cgbd-qr$i")
+		wargs+=(--worker "$spid:/cgbd-$2$i")
 	done
-	start_borrowd "$tmp/quota8.log" --engines none --quota-state "$tmp/quota" "${wargs[@]}"
-	wait_for "$tmp/quota8.log" "ready" && rc=0 || rc=1
+	start_borrowd "$4" --engines none --quota-state "$tmp/quota" "${wargs[@]}"
+	wait_for "$4" "ready" && rc=0 || rc=1
 	sleep 2
 	reads_snap
 	r0=$R w0=$W n0=$N
-	sleep 3
+	sleep "$5"
 	reads_snap
+}
+
+quota_reads_tests() {
+	local clients=6 rounds most R W N r0 w0 n0 each=1
+	owing_reads "$clients" qr 10000 "$tmp/quota8.log" 3
 	kill -TERM "$bpid"
 	wait "$bpid" || rc=1
 	rounds=$((${N:-0} - ${n0:-0}))
@@ -1488,6 +1499,41 @@ quota_reads_tests() {
 	check "quota mode: a round reads each owing client once, a quota only after a write of it" \
 		'[[ $rc -eq 0 && -n $R && -n $r0 && $rounds -ge 10 && $((R - r0)) -le $most ]]'
 	kill_leftovers
+}
+
+# Six busy clients at the kernel's least quota (1 ms a period), each
+# charged for a busy worker of its own: they owe, their quotas cannot be
+# lowered, and they leave none of them unused, so nothing can pay. The
+# rounds look at each once a second, not every round: a round reads the
+# inotify queue and a run in progress per CPU, on v1 each worker's group
+# at each charge (libcgroup's two reads; v2's BPF program sees it); and
+# each client is read at most once a second, twice on v1 (its usage, the
+# worker's group besides). Looking every round, as the quota mode did,
+# is six reads a round more: 8.0 a round against at most 6.3 on v2 (2
+# CPUs), 21.2 against 18.2 on v1; 3.1 and 16.5 now. Then the clients and
+# workers stop: what the clients leave unused pays them off, a look a
+# second late at most.
+quota_slow_looks_tests() {
+	local clients=6 rounds most R W N r0 w0 n0 secs=3 per_charge=0 owed
+	owing_reads "$clients" qs 1000 "$tmp/quota9.log" "$secs"
+	rounds=$((${N:-0} - ${n0:-0}))
+	out=$(cat "$tmp/quota9.log")
+	[[ -e $(cpu_root)/cgroup.controllers ]] || per_charge=2
+	# The design's most, and one read a round to spare.
+	most=$((rounds * (3 + $(nproc) + per_charge * clients) + (secs + 1) * 2 * clients))
+	info "quota mode, $clients clients at the least quota: $((R - r0)) reads in $rounds rounds with $((${W:-0} - ${w0:-0})) quota writes (at most $most)"
+	check "quota mode: a client whose quota can neither be lowered nor pay is read once a second" \
+		'[[ $rc -eq 0 && -n $R && -n $r0 && $rounds -ge 10 && $((R - r0)) -le $most && ${W:-1} -eq 0 ]]'
+	kill_leftovers
+	sleep 3
+	stats_now
+	owed=$(python3 -c 'import json, sys
+print(sum(g["debt_us"] for g in json.load(open(sys.argv[1]))["groups"] if g["path"].startswith("/cgbd-qs")))' \
+		"$bstats" 2>/dev/null)
+	kill -TERM "$bpid"
+	wait "$bpid" || rc=1
+	info "quota mode: the clients still owe ${owed:-?} us 3 s after they stopped"
+	check "quota mode: what the clients leave unused pays them off" '[[ $rc -eq 0 && ${owed:-x} == 0 ]]'
 }
 
 # A client at the kernel's least quota (1 ms a period), busy, charged for
