@@ -9,6 +9,7 @@ usage() {
 Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selftests | check-sources
        ${0##*/} [--base 6.12|7.2] build-each [--jobs N] [--if-changed]
        ${0##*/} [--base 6.12|7.2] kunit-i386 [--jobs N]
+       ${0##*/} [--base 6.12|7.2] robot [--jobs N] [--only NAME] [--if-changed]
 
   --base B    the series to work on: 6.12 (default; kernel/patches, on Linux
               6.12 LTS) or 7.2 (kernel/patches-7.2, on mainline Linux 7.2)
@@ -42,6 +43,22 @@ Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selft
               directory and runs it in qemu-system-i386; KTAP on stdout,
               non-zero unless every case passes. Catches what only 32-bit
               arithmetic gets wrong (u64 counters, size_t-wide adds).
+  robot       what a kernel build robot tries first on a scheduler series,
+              TAP on stdout:
+$(robot_names --lines)
+              each a whole kernel in a build directory of its own in the
+              patched tree (build-robot-NAME; the guest's configuration
+              with the option on top): the option took effect, it builds,
+              no compiler warning in a file the series touches, and where
+              bandwidth control stays on the feature is built; then
+              w1-sparse: kernel/sched/ and kernel/cgroup/ with W=1 and
+              sparse (C=2) in the stock and the patched tree, no
+              diagnostic in the series' files that the stock tree lacks.
+              --only NAME runs one of them; --if-changed skips (TAP SKIP)
+              what already passed them all: the same patches but the
+              selftests', configuration files, this script and source
+              version (stamp in $CFSB_CACHE). Cold, about 10 minutes a
+              configuration with make -j2.
 EOF
 }
 
@@ -229,6 +246,15 @@ cmd_check_sources() {
 		die "the $KERNEL_BASE series is stale against kernel/src"
 }
 
+# kernel_patches: the series' patches but one that touches the selftests
+# only (tools/testing/selftests), which changes neither the kernel nor KUnit.
+kernel_patches() {
+	local p
+	series_patches | while read -r p; do
+		grep '^diff --git a/' "$p" | grep -qv '^diff --git a/tools/testing/selftests/' && echo "$p"
+	done
+}
+
 cmd_build_each() {
 	local jobs n=0 if_changed=0 tree build stamp want head c t0 kunit=0 patches
 	jobs=$(nproc)
@@ -244,13 +270,10 @@ cmd_build_each() {
 	# what the patch touched, so any warning is its. (Made first: the
 	# source version it is made from is part of what passed.)
 	"$CFSB_ROOT/scripts/kernel-build.sh" --base "$KERNEL_BASE" --variant patched >/dev/null
-	# What a step builds and runs: the source version, and the patches but
-	# one that touches the selftests only (tools/testing/selftests), which
-	# changes neither the kernel nor KUnit, so that a change to it alone
-	# does not build the series again.
-	mapfile -t patches < <(series_patches | while read -r p; do
-		grep '^diff --git a/' "$p" | grep -qv '^diff --git a/tools/testing/selftests/' && echo "$p"
-	done)
+	# What a step builds and runs: the source version and the kernel's
+	# patches, so that a change to the selftests alone does not build the
+	# series again.
+	mapfile -t patches < <(kernel_patches)
 	want="$(files_hash "${patches[@]}") $(kernel_repo_version)"
 	if [[ $if_changed -eq 1 && $(cat "$stamp" 2>/dev/null) == "$want" ]]; then
 		log "this series already built and passed KUnit at every patch on $KERNEL_SOURCE_PKG $(kernel_repo_version)"
@@ -345,6 +368,213 @@ cmd_kunit_i386() {
 	fi
 }
 
+# The configurations of `robot`: NAME, the architecture (make's ARCH for
+# i386), the defconfig, and the option on top of guest.config,
+# Kconfig.fragment and kunit.config ("-": none). The series' code sits
+# behind CONFIG_CFS_BANDWIDTH, which needs CONFIG_FAIR_GROUP_SCHED; without
+# SMP the floor and the charge still build.
+ROBOT_CONFIGS=(
+	"no-bandwidth x86_64 x86_64_defconfig CONFIG_CFS_BANDWIDTH=n"
+	"no-fair-group x86_64 x86_64_defconfig CONFIG_FAIR_GROUP_SCHED=n"
+	"no-smp x86_64 x86_64_defconfig CONFIG_SMP=n"
+	"i386 i386 i386_defconfig -"
+	"arm64 arm64 defconfig -"
+)
+# robot_names [--lines]: the configurations' names, comma-separated (or one
+# a line, with its option, for the usage).
+robot_names() {
+	local c name opt sep=""
+	for c in "${ROBOT_CONFIGS[@]}" w1-sparse; do
+		read -r name _ _ opt <<<"$c"
+		if [[ ${1:-} == --lines ]]; then
+			[[ $opt == - ]] && opt="the guest's options"
+			printf '                %s%s\n' "$name" "${opt:+ ($opt)}"
+		else
+			printf '%s%s' "$sep" "$name"
+			sep=", "
+		fi
+	done
+	[[ ${1:-} == --lines ]] || echo
+}
+
+# series_files: the files the series changes or adds in the kernel itself
+# (not its documentation or selftests), as paths in the tree.
+series_files() {
+	series_patches | xargs grep -h '^diff --git a/' | awk '{print substr($3, 3)}' |
+		grep -v -e '^Documentation/' -e '^tools/' | sort -u
+}
+
+# diagnostics LOG FILES...: the compiler's and sparse's warnings and errors
+# in LOG about FILES, as "FILE: warning: TEXT" (no line or column: the
+# same diagnostic sits on other lines in the stock and the patched tree).
+diagnostics() {
+	local log=$1
+	shift
+	sed -E -n 's%^(\.\./)*([^ :]+):[0-9]+(:[0-9]+)?: (warning|error): %\2: \4: %p' "$log" |
+		grep -F -f <(printf '%s: \n' "$@") || true
+}
+
+# robot_ok STATUS TEXT...: one TAP line.
+robot_n=0 robot_failed=0
+robot_ok() {
+	local status=$1
+	shift
+	robot_n=$((robot_n + 1))
+	if [[ $status -eq 0 ]]; then
+		echo "ok $robot_n $*"
+	else
+		echo "not ok $robot_n $*"
+		robot_failed=1
+	fi
+}
+
+# robot_config NAME ARCH DEFCONFIG OPTION: one configuration, built whole in
+# the patched tree's build-robot-NAME.
+robot_config() {
+	local name=$1 arch=$2 defconfig=$3 opt=$4 tree build log karch cross t0 sym bad
+	local frags=() files=()
+	tree=$(kernel_tree patched)
+	build=$tree/build-robot-$name
+	log=$build/build.log
+	if [[ $arch == i386 ]]; then
+		karch=i386 cross=""
+	else
+		karch=$(arch_kernel_arch "$arch") cross=$(arch_cross_compile "$arch")
+	fi
+	frags=("$CFSB_ROOT/kernel/config/guest.config")
+	[[ $arch == arm64 ]] && frags+=("$CFSB_ROOT/kernel/config/arm64-virt.config")
+	frags+=("$CFSB_ROOT/Kconfig.fragment" "$CFSB_ROOT/kernel/config/kunit.config")
+	mkdir -p "$build"
+	rm -f "$build/robot.config"
+	if [[ $opt != - ]]; then
+		echo "$opt" >"$build/robot.config"
+		frags+=("$build/robot.config")
+	fi
+	make -s -C "$tree" O="$build" ARCH="$karch" CROSS_COMPILE="$cross" "$defconfig" >/dev/null
+	(cd "$tree" && ARCH=$karch CROSS_COMPILE=$cross ./scripts/kconfig/merge_config.sh -m -Q \
+		-O "$build" "$build/.config" "${frags[@]}" >"$build/merge_config.log" 2>&1) ||
+		die "merge_config.sh failed: see $build/merge_config.log"
+	make -s -C "$tree" O="$build" ARCH="$karch" CROSS_COMPILE="$cross" olddefconfig >/dev/null
+	if [[ $opt != - ]]; then
+		sym=${opt%=*}
+		if grep -q "^$sym=" "$build/.config"; then
+			robot_ok 1 "$name: $opt took effect (have: $(grep "^$sym=" "$build/.config"))"
+			return 0
+		fi
+		robot_ok 0 "$name: $opt took effect"
+	fi
+	t0=$(now_s)
+	if ! make -C "$tree" O="$build" ARCH="$karch" CROSS_COMPILE="$cross" CC="ccache ${cross}gcc" \
+		-j"$jobs" KBUILD_BUILD_USER=cfsb KBUILD_BUILD_HOST=robot >"$log" 2>&1; then
+		robot_ok 1 "$name: the kernel builds"
+		grep -m20 -e 'error' -e 'undefined' "$log" | sed 's/^/# /'
+		return 0
+	fi
+	robot_ok 0 "$name: the kernel builds ($(($(now_s) - t0)) s)"
+	mapfile -t files < <(series_files)
+	bad=$(diagnostics "$log" "${files[@]}")
+	robot_ok "$([[ -z $bad ]]; echo $?)" "$name: no compiler warning in the series' files" \
+		"($(grep -c 'warning:' "$log" || true) in the whole build)"
+	[[ -z $bad ]] || printf '%s\n' "$bad" | sed 's/^/# /'
+	# Where bandwidth control stays on, the feature was compiled: its KUnit
+	# suite is an object of its own.
+	if grep -q '^CONFIG_CFS_BANDWIDTH=y' "$build/.config"; then
+		robot_ok "$([[ -f $build/kernel/sched/fair_borrowing_kunit.o ]]; echo $?)" \
+			"$name: the feature and its KUnit suite are built"
+	fi
+}
+
+# robot_w1_sparse: kernel/sched/ and kernel/cgroup/ with W=1 and sparse in
+# the stock and the patched tree, each with the guest's configuration.
+robot_w1_sparse() {
+	local variant tree build t0 new sparse=ok
+	local files=()
+	ensure_packages sparse
+	mapfile -t files < <(series_files)
+	for variant in stock patched; do
+		tree=$(kernel_tree "$variant")
+		build=$tree/build-robot-w1-sparse
+		mkdir -p "$build"
+		cp "$(kernel_build_dir "$variant" x86_64 default)/.config" "$build/.config"
+		make -s -C "$tree" O="$build" olddefconfig >/dev/null
+		# Compiled again each time, so that W=1's warnings are printed
+		# (ccache gives them back on a hit).
+		rm -rf "$build/kernel/sched" "$build/kernel/cgroup"
+		t0=$(now_s)
+		# C=2: sparse on every file of the directories.
+		if ! make -C "$tree" O="$build" CC="ccache gcc" W=1 C=2 -j"$jobs" \
+			kernel/sched/ kernel/cgroup/ >"$build/build.log" 2>&1; then
+			robot_ok 1 "w1-sparse: kernel/sched/ and kernel/cgroup/ build with W=1 and sparse ($variant)"
+			grep -m20 -e 'error' "$build/build.log" | sed 's/^/# /'
+			return 0
+		fi
+		robot_ok 0 "w1-sparse: kernel/sched/ and kernel/cgroup/ build with W=1 and sparse" \
+			"($variant, $(($(now_s) - t0)) s)"
+		diagnostics "$build/build.log" "${files[@]}" | sort >"$build/diagnostics"
+		# The kernel checks that sparse can read its headers first.
+		grep -q 'sparse is not available or not up to date' "$build/build.log" && sparse=old
+	done
+	# What the patched tree has more of than the stock one.
+	new=$(awk 'NR == FNR { have[$0]++; next } have[$0]-- <= 0' \
+		"$(kernel_tree stock)/build-robot-w1-sparse/diagnostics" "$build/diagnostics")
+	robot_ok "$([[ -z $new ]]; echo $?)" "w1-sparse: no W=1 or sparse diagnostic in the" \
+		"series' files that the stock tree lacks ($(wc -l <"$build/diagnostics") in the patched tree)"
+	[[ -z $new ]] || printf '%s\n' "$new" | sed 's/^/# /'
+	if [[ $sparse == ok ]]; then
+		robot_ok 0 "w1-sparse: sparse ran ($(sparse --version 2>/dev/null))"
+	else
+		robot_ok 0 "w1-sparse: sparse # SKIP $(sparse --version 2>/dev/null) is too old for" \
+			"Linux $(kernel_repo_version) (the kernel's own check): W=1 only"
+	fi
+}
+
+cmd_robot() {
+	local only="" if_changed=0 c name arch defconfig opt stamp want patches variant
+	jobs=$(nproc)
+	while [[ $# -gt 0 ]]; do
+		case $1 in
+		--jobs) jobs=${2:?}; shift 2 ;;
+		--only) only=${2:?}; shift 2 ;;
+		--if-changed) if_changed=1; shift ;;
+		*) die "unknown argument '$1'" ;;
+		esac
+	done
+	[[ -z $only || ", $(robot_names), " == *", $only, "* ]] ||
+		die "--only takes one of: $(robot_names)"
+	stamp=$CFSB_CACHE/robot-$KERNEL_BASE.passed
+	mapfile -t patches < <(kernel_patches)
+	want="$(files_hash "${patches[@]}" "$CFSB_ROOT"/kernel/config/{guest,arm64-virt,kunit}.config \
+		"$CFSB_ROOT/Kconfig.fragment" "$0") $(kernel_repo_version)"
+	if [[ $if_changed -eq 1 && -z $only && $(cat "$stamp" 2>/dev/null) == "$want" ]]; then
+		printf 'TAP version 13\n1..0 # SKIP the %s series passed every configuration on %s\n' \
+			"$KERNEL_BASE" "$(kernel_repo_version)"
+		return 0
+	fi
+	ensure_packages bc bison flex libelf-dev libssl-dev
+	# The trees and their guest configurations (w1-sparse takes them), before
+	# the lock that scripts/kernel-build.sh takes too.
+	for variant in stock patched; do
+		"$CFSB_ROOT/scripts/kernel-build.sh" --base "$KERNEL_BASE" --variant "$variant" \
+			--configure-only >/dev/null || die "could not configure the $variant tree"
+	done
+	use_ccache
+	# One kernel build at a time (scripts/kernel-build.sh takes the same lock).
+	exec 9>"$CFSB_CACHE/kernel-build.lock"
+	flock 9
+	echo "TAP version 13"
+	for c in "${ROBOT_CONFIGS[@]}"; do
+		read -r name arch defconfig opt <<<"$c"
+		[[ -z $only || $only == "$name" ]] || continue
+		# shellcheck disable=SC2046 # a list of packages
+		[[ $arch == i386 ]] || ensure_packages $(arch_packages "$arch")
+		robot_config "$name" "$arch" "$defconfig" "$opt"
+	done
+	[[ -n $only && $only != w1-sparse ]] || robot_w1_sparse
+	echo "1..$robot_n"
+	[[ $robot_failed -eq 0 && -z $only ]] && echo "$want" >"$stamp"
+	return "$robot_failed"
+}
+
 case ${1:-} in
 export) shift; cmd_export "$@" ;;
 checkpatch) cmd_checkpatch ;;
@@ -352,6 +582,7 @@ check-selftests) cmd_check_selftests ;;
 check-sources) cmd_check_sources ;;
 build-each) shift; cmd_build_each "$@" ;;
 kunit-i386) shift; cmd_kunit_i386 "$@" ;;
+robot) shift; cmd_robot "$@" ;;
 -h | --help | "") usage ;;
 *) usage >&2; die "unknown command '$1'" ;;
 esac

@@ -106,7 +106,10 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      (rebuilt if its series changed). --targets all builds them first
      (from scratch, as measured on a loaded host: 7.2 30 minutes,
      arm64 37 and its root filesystem 7; each target's test_cpu about 10
-     minutes per kernel); it implies --thorough.
+     minutes per kernel); it implies --thorough. --targets all also
+     builds both series as a kernel build robot would (scripts/kernel-series.sh
+     robot: no bandwidth control, no fair group scheduling, no SMP, i386,
+     arm64, W=1 and sparse; once per series and source version).
  10. with --host-image only: the patched kernel as a user installs it
      (scripts/host-image.sh): a Debian package built from Debian 12's
      configuration and Kconfig.fragment, installed into a Debian 12
@@ -614,6 +617,16 @@ target_tests() {
 if [[ $targets != none ]]; then
 	target_tests 7.2 x86_64
 	target_tests 6.12 arm64
+fi
+# Both series as a kernel build robot builds them (a stamp skips a series
+# that passed on the same source).
+if [[ $targets == all ]]; then
+	for base in 6.12 7.2; do
+		log "the $base series in a kernel build robot's configurations"
+		"$CFSB_ROOT/scripts/kernel-series.sh" --base "$base" robot --if-changed \
+			>"$results/robot-$base.tap" 2>"$results/robot-$base.log" || true
+		target_summary_files+=("$results/robot-$base.tap")
+	done
 fi
 
 # --- 10. the kernel package in a Debian 12 image ------------------------------
