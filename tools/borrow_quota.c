@@ -18,10 +18,14 @@
  * quota (its usage, and nr_periods from the same read), and at no other;
  * a write looks once more, for its period and its settling together.
  * A group whose quota is already the least it may have (nothing can be
- * lowered) and that left none of it unused at its last look (nothing was
- * paid) is looked at once a second: only what it leaves unused can pay,
- * and a busy group leaves nothing (a kubelet's 10m CPU limit is such a
- * quota, 1 ms a period).
+ * lowered) and that left none of it unused at a look (nothing was paid)
+ * is looked at once a second from then on, while each such look finds no
+ * more than a period's quota left unused in that second: only what it
+ * leaves unused can pay, and a busy group leaves next to nothing (a
+ * kubelet's 10m CPU limit is such a quota, 1 ms a period). A round's
+ * look and the group's periods do not line up, so a look a round finds a
+ * period's start more or fewer by turns: a little unused time in one
+ * round, nothing in the next.
  * Writes of the quota by others are seen by inotify (a write(2) of a
  * cgroup file raises IN_MODIFY), so a quota is read only after a write.
  */
@@ -169,6 +173,8 @@ struct bq_group {
 	double woken;		/* when a charge last looked at it, owing nothing */
 	/* Its quota is the least it may have: the debt cannot lower it. */
 	bool unlowerable;
+	/* Paid so little that a look a second will do. */
+	bool slow;
 	long long paid_last;	/* what the last settling paid */
 	/* The last look: usage and nr_periods (-1: unread), and its time. */
 	long long seen_usage, seen_periods;
@@ -820,14 +826,27 @@ static void settle(struct bq_group *q)
 #define BQ_SLOW_LOOK_S	1.0
 
 /*
- * Q owes, its quota cannot be lowered, and it paid nothing at its last
- * look (it used its whole quota): the rounds look at it once a second. A
- * write of its quota by another party, or a lowering, wakes it.
+ * Q owes, its quota cannot be lowered, and it paid nothing at a look, and
+ * at most a period's quota a second since (it used nearly all of it): the
+ * rounds look at it once a second. Until then a charge may find its debt
+ * higher than it is by that much at most. A write of its quota by another
+ * party, or a lowering, wakes it.
  */
 static bool slow_looks(const struct bq_group *q, double now)
 {
-	return q->unlowerable && !q->a.lowered_us && !q->pending && !q->wrote &&
-	       !q->touched && !q->paid_last && now - q->t < BQ_SLOW_LOOK_S;
+	return q->slow && q->unlowerable && !q->a.lowered_us && !q->pending &&
+	       !q->wrote && !q->touched && now - q->t < BQ_SLOW_LOOK_S;
+}
+
+/* Whether Q paid little enough at this look to be looked at once a second. */
+static void judge_slow(struct bq_group *q)
+{
+	if (!q->unlowerable)
+		q->slow = false;
+	else if (q->slow)
+		q->slow = q->paid_last <= q->a.quota_us;
+	else
+		q->slow = !q->paid_last;
 }
 
 static void write_lowered(struct bq_group *q)
@@ -922,8 +941,10 @@ void bq_tick(void)
 		settle(q);
 		adopt_if_written(q);
 		q->unlowerable = false;
-		if (!q->limited)
+		if (!q->limited) {
+			judge_slow(q);
 			continue;
+		}
 		/*
 		 * The floor as if every CPU ran the group's threads; the
 		 * runnable CPUs are counted only where a smaller floor would
@@ -931,6 +952,7 @@ void bq_tick(void)
 		 */
 		least = q->a.debt_us ? min_quota(q) : 0;
 		q->unlowerable = q->a.debt_us && q->a.quota_us <= least;
+		judge_slow(q);
 		floor = bq_floor(q->a.quota_us, nr_cpus, slice_us, jiffy_us);
 		target = bq_target(&q->a, floor, least);
 		floor = bq_floor(q->a.quota_us, 1, slice_us, jiffy_us);

@@ -1503,16 +1503,16 @@ quota_reads_tests() {
 
 # Six busy clients at the kernel's least quota (1 ms a period), each
 # charged for a busy worker of its own: they owe, their quotas cannot be
-# lowered, and they leave none of them unused, so nothing can pay. The
-# rounds look at each once a second, not every round: a round reads the
-# inotify queue and a run in progress per CPU, on v1 each worker's group
-# at each charge (libcgroup's two reads; v2's BPF program sees it); and
-# each client is read at most once a second, twice on v1 (its usage, the
-# worker's group besides). Looking every round, as the quota mode did,
+# lowered, and they leave (next to) none of them unused, so nothing
+# pays. The rounds look at each once a second, not every round: a round
+# reads the inotify queue and a run in progress per CPU, on v1 each
+# worker's group at each charge (libcgroup's two reads; v2's BPF program
+# sees it); and each client is read at most once a second, twice on v1
+# (its usage, the worker's group besides). Looking every round, as the quota mode did,
 # is six reads a round more: 8.0 a round against at most 6.3 on v2 (2
-# CPUs), 21.2 against 18.2 on v1; 3.1 and 16.5 now. Then the clients and
-# workers stop: what the clients leave unused pays them off, a look a
-# second late at most.
+# CPUs), 21.2 against 18.2 on v1; 2.7 to 2.8 and 16.7 now. Then the
+# clients and workers stop: what the clients leave unused pays them off,
+# a look a second late at most.
 quota_slow_looks_tests() {
 	local clients=6 rounds most R W N r0 w0 n0 secs=3 per_charge=0 owed
 	owing_reads "$clients" qs 1000 "$tmp/quota9.log" "$secs"
