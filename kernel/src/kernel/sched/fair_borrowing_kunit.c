@@ -192,8 +192,9 @@ static void owe(struct cfs_bandwidth *cfs_b, u64 amount)
 /* A period's refill, as the period timer makes it: under the lock. */
 static void refill(struct cfs_bandwidth *cfs_b, u64 floor)
 {
-	guard(raw_spinlock_irq)(&cfs_b->lock);
+	raw_spin_lock_irq(&cfs_b->lock);
 	__refill_cfs_bandwidth_period(cfs_b, floor);
+	raw_spin_unlock_irq(&cfs_b->lock);
 }
 
 static void cfs_borrowing_test_refill_no_borrowing(struct kunit *test)
@@ -325,8 +326,12 @@ static int write_v1(struct task_group *tg, const char *name, s64 val)
 
 static u64 timer_periods(struct cfs_bandwidth *cfs_b)
 {
-	guard(raw_spinlock_irq)(&cfs_b->lock);
-	return cfs_b->nr_periods;
+	u64 periods;
+
+	raw_spin_lock_irq(&cfs_b->lock);
+	periods = cfs_b->nr_periods;
+	raw_spin_unlock_irq(&cfs_b->lock);
+	return periods;
 }
 
 /*
@@ -382,10 +387,14 @@ static void cfs_borrowing_test_config_writes(struct kunit *test)
 /* The floor of a group owing @debt (none: 0), read as its refill reads it. */
 static u64 floor_owing(struct cfs_bandwidth *cfs_b, u64 debt)
 {
-	guard(raw_spinlock_irq)(&cfs_b->lock);
+	u64 floor;
+
+	raw_spin_lock_irq(&cfs_b->lock);
 	cfs_b->borrowing = (struct cfs_borrowing){ };
 	owe(cfs_b, debt);
-	return cfs_borrowing_floor(cfs_b);
+	floor = cfs_borrowing_floor(cfs_b);
+	raw_spin_unlock_irq(&cfs_b->lock);
+	return floor;
 }
 
 /*
