@@ -111,19 +111,13 @@ tree=$(kernel_tree "$variant")
 build=$(kernel_build_dir "$variant" "$arch" "$config")
 
 # --- configuration --------------------------------------------------------
-# The guest's trimmed configuration (and arm64's for QEMU's virt machine),
-# or a board's; the series' options come last, so that nothing overrides them.
+# The guest's trimmed configuration, or a board's; the series' options come
+# last, so that nothing overrides them.
 case $config in
 rpi4) fragments=("$CFSB_ROOT/kernel/config/rpi4.config") ;;
-*)
-	fragments=("$CFSB_ROOT/kernel/config/guest.config")
-	[[ $arch == arm64 ]] && fragments+=("$CFSB_ROOT/kernel/config/arm64-virt.config")
-	;;
+*) mapfile -t fragments < <(guest_config_fragments "$arch") ;;
 esac
-# The series' options: the production ones, then the KUnit tests that
-# every kernel built here runs at boot (scripts/host-image.sh builds a
-# production kernel, without them).
-checked=("$CFSB_ROOT/Kconfig.fragment" "$CFSB_ROOT/kernel/config/kunit.config")
+checked=("${SERIES_CONFIG_FRAGMENTS[@]}")
 fragments+=("${checked[@]}")
 [[ $config == debug || $config == kcsan || $config == hz100 ]] && fragments+=("$CFSB_ROOT/kernel/config/$config.config")
 

@@ -439,6 +439,16 @@ arch_qemu_user() {
 	arm64) echo aarch64 ;;
 	esac
 }
+# guest_config_fragments ARCH: the guest's trimmed configuration for ARCH
+# (and arm64's for QEMU's virt machine), one file a line, in merge order.
+guest_config_fragments() {
+	echo "$CFSB_ROOT/kernel/config/guest.config"
+	[[ $1 != arm64 ]] || echo "$CFSB_ROOT/kernel/config/arm64-virt.config"
+}
+# The series' options, merged last so that nothing overrides them: the
+# production ones, then the KUnit tests that every kernel built here runs
+# at boot (scripts/host-image.sh builds a production kernel, without them).
+SERIES_CONFIG_FRAGMENTS=("$CFSB_ROOT/Kconfig.fragment" "$CFSB_ROOT/kernel/config/kunit.config")
 arch_packages() {
 	case $1 in
 	x86_64) echo qemu-system-x86 ;;
