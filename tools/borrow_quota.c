@@ -752,7 +752,7 @@ int bq_owed(const struct bcg *g, long long *owed_us, long long *quota_us)
 	struct bq_group *q = find_group(g->dir);
 
 	/* Pacing asks every round: the rounds may look at it less often. */
-	if (q && q->unlowerable && now_s() - q->t >= tick_us / 1e6) {
+	if (q && q->slow && now_s() - q->t >= tick_us / 1e6) {
 		look(q, false);
 		settle(q);
 	}
