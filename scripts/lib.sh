@@ -764,7 +764,9 @@ use_go() {
 		log "Go: $(paste -sd, "$dir/version")"
 	fi
 	PATH=$goroot/bin:$PATH
-	export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local CGO_ENABLED=0
+	# CFSB_GO_JOBS: how many packages go builds and tests at once (its
+	# -p; default: one per CPU).
+	export GOFLAGS="-buildvcs=false${CFSB_GO_JOBS:+ -p=$CFSB_GO_JOBS}" GOTOOLCHAIN=local CGO_ENABLED=0
 }
 
 # The ccache settings every kernel build uses; the same everywhere, or the

@@ -38,7 +38,8 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      test_borrowing, and some of its tests again with a cgroup2 mount
      listed before the cpu hierarchy (hybrid) and in a cpuset without
      CPU 0; on both, the stress test in its short version
-     (100000 writes); on cgroup v2 with 4 vCPUs: test_borrowing;
+     (100000 writes); on cgroup v2 with 4 vCPUs: test_borrowing; the
+     KUnit suite on a 32-bit kernel (scripts/kernel-series.sh kunit-i386);
   5. the patched nerdctl (scripts/nerdctl-build.sh --tap): gofmt, go vet,
      its Go unit tests; the series' edit/export workflow
      (scripts/check-export.sh: a build keeps un-exported work, the series
@@ -79,18 +80,17 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      arithmetic on the host: make -C tools check): the client gets its
      quota less the worker's CPU, the quota restored on exit, after
      kill -9 (the watchdog) and by --resume, another party's write kept;
-  8. the noisy-logging study in its quick tier (experiments/noisy_logging.sh
-     --quick: the stock and the patched kernel, every charging mode, the
-     overhead and the engines part, on the instruction clock; on cgroup v2,
-     and v1 too with --thorough), checked end
-     to end: every planned VM exited 0 and measured every cell, the report
+  8. with --thorough: the noisy-logging study in its quick tier
+     (experiments/noisy_logging.sh --quick: the stock and the patched
+     kernel, every charging mode, the overhead and the engines part, on
+     the instruction clock, cgroup v2 and v1), checked end to end: every planned VM exited 0 and measured every cell, the report
      and the summary are what the raw data give, and the numbers' sanity
      (experiments/check_noisy_logging.py: B = A within the stated
      resolution in process mode and, with borrowd's round, in the agent
      modes (borrowd, kernel file or quota mode), off, incg and the stock
      kernel without borrowd charge
      nothing, ratios in (0, 1.2], charging better than off, no overhead
-     regression at N = 1; the targets are reported only); then that
+     regression at N = 1; the targets are reported only); always: that
      check on the kept full run (experiments/results/full: it must pass)
      and on damaged copies of it (experiments/test_check_noisy_logging.py:
      each must fail; seconds, no VM);
@@ -117,15 +117,19 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      selftests and the container demo run (see docs/install.md for its
      times: the first run builds the kernel package).
 --thorough: every container section on every hierarchy and a million-line
-flood (5.), the study on cgroup v1 as well (8.): about 40 minutes more
-(estimated from the parts' times).
+flood (5.), the study's quick tier on cgroup v2 and v1 (8.): about an
+hour more (estimated from the parts' times: the study 17 minutes of VMs a
+hierarchy).
 The VMs on the wall clock (3. to 7.) run one at a time: their timings are
-the host's. Those on the instruction clock (7.'s engines and stock-kernel
-tools suites, 8.'s study) run beside them, on the other host CPU, from the
-moment everything a VM runs is built (the kernels, the series patch by
-patch, the tools, nerdctl, crictl, the images; then the entry points'
-checks, step 3, KUnit on i386, nerdctl's unit tests and the wall clock's
-VMs run), and two at a time after step 7 (icount-1.log, icount-2.log).
+the host's. Beside them, on the other host CPU, one job at a time (a
+pool: icount-1.log, and icount-2.log after step 7, when a second worker
+joins): what counts no time, or counts it on the instruction clock
+(7.'s engines and stock-kernel tools suites, 6., the i386 KUnit suite and
+nerdctl's unit tests, each on one CPU, and 8.'s study). The pool starts
+once the kernels, the tools, nerdctl, crictl and the images are built,
+with the jobs that need neither the patched kernel nor its tree while
+the series is built patch by patch; the wall clock's VMs start after
+that.
 TAP output of every suite is kept in the results directory (default
 results/tests).
 EOF
@@ -233,22 +237,6 @@ make -s -C "$CFSB_ROOT/selftests" KSRC="$(kernel_tree stock)"
 ensure_packages "${CONTAINER_PACKAGES[@]}"
 python3 "$CFSB_ROOT/scripts/build_images.py" "$CFSB_ROOT/.build/images" >/dev/null
 
-# --- 4. the patched kernel, patch by patch ---------------------------------
-# Every patch of the series builds without a warning and passes KUnit (once
-# per series: a stamp records a series that passed). Before any other VM
-# starts: the patched kernel's image is each patch's kernel in turn.
-log "the series patch by patch"
-{
-	echo "TAP version 13"
-	if "$CFSB_ROOT/scripts/kernel-series.sh" build-each --if-changed >"$results/build-each.log" 2>&1; then
-		echo "ok 1 every patch builds without warnings and passes KUnit"
-	else
-		echo "not ok 1 every patch builds without warnings and passes KUnit"
-		tail -20 "$results/build-each.log" | sed 's/^/# /'
-	fi
-	echo "1..1"
-} | tee "$results/build-each.tap"
-
 # tools_build: a TAP line for the tools' build (-Werror: a warning fails
 # it).
 tools_build() {
@@ -263,7 +251,8 @@ tools_build() {
 }
 
 # What every VM needs, built and installed before the first starts (no
-# step builds anything a VM runs from here on).
+# step builds anything a VM runs from here on, but the series patch by
+# patch, which the patched kernel's VMs wait for).
 log "tools, nerdctl, crictl: build; what the VMs need"
 ensure_packages "${TOOLS_PACKAGES[@]}" "${ENGINE_PACKAGES[@]}" python3-matplotlib jq
 tools_build | tee "$results/tools-build.tap"
@@ -329,8 +318,71 @@ study_quick() {
 # process rule and Docker's thread rule (CRI's too with --thorough).
 stock_engines=podman,docker
 ((thorough == 0)) || stock_engines=podman,docker,cri
-# icount_job NAME: one job; icount_jobs: their names, the longest first.
-icount_jobs=(study-quick engines-stock engines-patched tools-stock-v2 tools-stock-v1)
+# An upstream test that passed on stock and failed on patched is run again
+# (five times at most) before it counts as a regression: some have 1%
+# timing tolerances that emulation misses, whatever the kernel, in about
+# one run out of three (test_cpucg_stats: its hog sleeps for the CPU time
+# it still needs and stops when it wakes, so a late wakeup under emulation
+# overshoots the 2 s); a real regression fails every time.
+# rerun_upstream STOCK_TAP PATCHED_DIR VM-RUN-ARG... -- RUN-IN-GUEST-ARG...:
+# run the patched kernel's test_cpu again while a test passes on stock only;
+# prints the patched runs' TAP files, comma-separated, for --same-or-better.
+rerun_upstream() {
+	local stock_tap=$1 dir=$2 vm_args=() guest_args=() runs attempt regressed
+	shift 2
+	while [[ $1 != -- ]]; do vm_args+=("$1"); shift; done
+	shift
+	guest_args=("$@")
+	runs=("$dir/test_cpu.tap")
+	for attempt in 2 3 4 5 6; do
+		regressed=$(python3 "$CFSB_ROOT/scripts/tap_summary.py" --regressions \
+			"$stock_tap" "${runs[@]}") && break
+		log "upstream test(s) failing on patched only: $(echo "$regressed" | tr '\n' ' '); run $attempt"
+		"$CFSB_ROOT/scripts/vm-run.sh" "${vm_args[@]}" --cgroup v2 -- \
+			selftests/run-in-guest.sh "${guest_args[@]}" "$dir/run$attempt" test_cpu >&2 || true
+		runs+=("$dir/run$attempt/test_cpu.tap")
+	done
+	(IFS=,; echo "${runs[*]}")
+}
+# The upstream test_cpu, stock and patched kernel (step 6): on the
+# instruction clock, so in the pool.
+# On the instruction clock, both kernels: on the wall clock the 1 % and
+# 1 ms tolerances of test_cpucg_max, _nested and _stats miss under
+# emulation in about one run of three on either kernel, more often when
+# the host is busy; on this clock they passed on both. About 3.5 minutes
+# a run.
+upstream_test_cpu() {
+	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup v2 --icount 0 -- \
+		selftests/run-in-guest.sh "$results/stock-v2" test_cpu || true
+	"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v2 --icount 0 -- \
+		selftests/run-in-guest.sh "$results/patched-v2-icount" test_cpu || true
+	rerun_upstream "$results/stock-v2/test_cpu.tap" "$results/patched-v2-icount" \
+		--kernel "$patched_image" --icount 0 -- >"$results/upstream-patched-runs"
+}
+# The KUnit suite on a 32-bit kernel (i386, no SMP; step 4): u64
+# arithmetic that a size_t-wide helper would truncate there passes on
+# x86_64. A pass or a failure, no timing: in the pool, its build on one
+# CPU (beside a wall-clock VM).
+kunit_i386() {
+	if ! "$CFSB_ROOT/scripts/kernel-series.sh" kunit-i386 --jobs 1 >"$results/kunit-i386.tap" 2>"$results/kunit-i386.log"; then
+		# At the cases' depth, which is what is counted: a build that failed
+		# or a suite cut short fails even where every case printed passed.
+		echo "    not ok 999 the i386 KUnit run failed: $(tail -1 "$results/kunit-i386.log")" >>"$results/kunit-i386.tap"
+	fi
+}
+# nerdctl's unit tests (step 5; the build is done: the checks and the unit
+# tests), on one CPU.
+nerdctl_unit() {
+	CFSB_GO_JOBS=1 "$CFSB_ROOT/scripts/nerdctl-build.sh" --tap "$results/nerdctl-unit.tap" >"$results/nerdctl-unit.log" 2>&1 || true
+}
+# icount_job NAME: one job; icount_jobs: their names. First those that
+# need neither the patched kernel nor its tree, which run while the series
+# is built patch by patch (the patched kernel's image is each patch's in
+# turn); then, once it is done ($results/.patched-ready), the others, the
+# longest first.
+icount_jobs=(nerdctl-unit tools-stock-v1 tools-stock-v2 engines-stock)
+icount_patched_jobs=(engines-patched test-cpu kunit-i386)
+((thorough == 0)) || icount_patched_jobs=(study-quick "${icount_patched_jobs[@]}")
 icount_job() {
 	case $1 in
 	study-quick) study_quick ;;
@@ -338,13 +390,23 @@ icount_job() {
 	engines-patched) engines_tap engines podman,docker,cri --kernel "$patched_image" --cgroup v2 --icount 0 ;;
 	tools-stock-v2) tools_stock v2 ;;
 	tools-stock-v1) tools_stock v1 ;;
+	test-cpu) upstream_test_cpu ;;
+	kunit-i386) kunit_i386 ;;
+	nerdctl-unit) nerdctl_unit ;;
 	esac
 }
 # icount_worker NAME: claims and runs jobs until none is left; its output
 # in icount-NAME.log.
 icount_worker() {
 	local job
-	for job in "${icount_jobs[@]}"; do
+	for job in "${icount_jobs[@]}" "${icount_patched_jobs[@]}"; do
+		if [[ " ${icount_patched_jobs[*]} " == *" $job "* ]]; then
+			# (Not past the test command itself: it may have stopped.)
+			until [[ -e $results/.patched-ready ]]; do
+				kill -0 $$ 2>/dev/null || return 0
+				sleep 2
+			done
+		fi
 		mkdir "$results/.icount-job-$job" 2>/dev/null || continue
 		echo "[$(date -u +%T)] $job"
 		icount_job "$job"
@@ -358,6 +420,25 @@ if [[ $(nproc) -ge 2 ]]; then
 	icount_worker 1 &
 	icount_worker_1=$!
 fi
+
+# --- 4. the patched kernel, patch by patch ---------------------------------
+# Every patch of the series builds without a warning and passes KUnit (once
+# per series: a stamp records a series that passed). Before any other VM
+# starts: the patched kernel's image is each patch's kernel in turn.
+log "the series patch by patch"
+{
+	echo "TAP version 13"
+	if "$CFSB_ROOT/scripts/kernel-series.sh" build-each --if-changed >"$results/build-each.log" 2>&1; then
+		echo "ok 1 every patch builds without warnings and passes KUnit"
+	else
+		echo "not ok 1 every patch builds without warnings and passes KUnit"
+		tail -20 "$results/build-each.log" | sed 's/^/# /'
+	fi
+	echo "1..1"
+} | tee "$results/build-each.tap"
+# The patched kernel's image is the series' from here on.
+touch "$results/.patched-ready"
+
 
 # Every entry point's --help, and the guest-only scripts' refusal, in a
 # sandbox (a TAP file of its own: each entry point counts).
@@ -403,14 +484,6 @@ log "scripts/vm-run.sh checks"
 vm_run_checks | tee "$results/vm-run.tap"
 
 # --- 4. the patched kernel, in the guest ----------------------------------
-# The suite on a 32-bit kernel (i386, no SMP): u64 arithmetic that a
-# size_t-wide helper would truncate there passes on x86_64.
-log "KUnit on i386"
-if ! "$CFSB_ROOT/scripts/kernel-series.sh" kunit-i386 >"$results/kunit-i386.tap" 2>"$results/kunit-i386.log"; then
-	# At the cases' depth, which is what is counted: a build that failed
-	# or a suite cut short fails even where every case printed passed.
-	echo "    not ok 999 the i386 KUnit run failed: $(tail -1 "$results/kunit-i386.log")" >>"$results/kunit-i386.tap"
-fi
 for cg in v2 v1; do
 	suites=(kunit borrowing stress)
 	# v2: the permission tests without nsdelegate (upstream's cpu tests:
@@ -440,9 +513,6 @@ containers() {
 	grep -qE '^1\.\.[0-9]+$' "$out" ||
 		echo "not ok 999 containers $name: the run ended early (see above)" | tee -a "$out"
 }
-# (The build is done: this runs the checks and the unit tests only.)
-log "nerdctl: unit tests"
-"$CFSB_ROOT/scripts/nerdctl-build.sh" --tap "$results/nerdctl-unit.tap" || true
 # Every section on v2 with runc. On v1 with crun and with the systemd
 # driver, the sections that depend on the hierarchy, the runtime or the
 # driver: finding the container's cgroup and charging it, its removal
@@ -463,47 +533,6 @@ containers v2-systemd --kernel "$patched_image" --cgroup v2 --init systemd -- \
 	nerdctl-patch/tests/run-in-guest.sh --cgroup-manager systemd "${same_everywhere[@]}"
 containers stock-v2 --kernel "$stock_image" --cgroup v2 -- nerdctl-patch/tests/run-in-guest.sh --stock-kernel
 
-# --- 6. the stock kernel ----------------------------------------------------
-# On the instruction clock, both kernels: on the wall clock the 1 % and
-# 1 ms tolerances of test_cpucg_max, _nested and _stats miss under
-# emulation in about one run of three on either kernel, more often when
-# the host is busy; on this clock they passed on both. About 3.5 minutes
-# a run.
-log "stock and patched kernel, cgroup v2, instruction clock: test_cpu"
-"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$stock_image" --cgroup v2 --icount 0 -- \
-	selftests/run-in-guest.sh "$results/stock-v2" test_cpu || true
-"$CFSB_ROOT/scripts/vm-run.sh" --kernel "$patched_image" --cgroup v2 --icount 0 -- \
-	selftests/run-in-guest.sh "$results/patched-v2-icount" test_cpu || true
-
-# An upstream test that passed on stock and failed on patched is run again
-# (five times at most) before it counts as a regression: some have 1%
-# timing tolerances that emulation misses, whatever the kernel, in about
-# one run out of three (test_cpucg_stats: its hog sleeps for the CPU time
-# it still needs and stops when it wakes, so a late wakeup under emulation
-# overshoots the 2 s); a real regression fails every time.
-# rerun_upstream STOCK_TAP PATCHED_DIR VM-RUN-ARG... -- RUN-IN-GUEST-ARG...:
-# run the patched kernel's test_cpu again while a test passes on stock only;
-# prints the patched runs' TAP files, comma-separated, for --same-or-better.
-rerun_upstream() {
-	local stock_tap=$1 dir=$2 vm_args=() guest_args=() runs attempt regressed
-	shift 2
-	while [[ $1 != -- ]]; do vm_args+=("$1"); shift; done
-	shift
-	guest_args=("$@")
-	runs=("$dir/test_cpu.tap")
-	for attempt in 2 3 4 5 6; do
-		regressed=$(python3 "$CFSB_ROOT/scripts/tap_summary.py" --regressions \
-			"$stock_tap" "${runs[@]}") && break
-		log "upstream test(s) failing on patched only: $(echo "$regressed" | tr '\n' ' '); run $attempt"
-		"$CFSB_ROOT/scripts/vm-run.sh" "${vm_args[@]}" --cgroup v2 -- \
-			selftests/run-in-guest.sh "${guest_args[@]}" "$dir/run$attempt" test_cpu >&2 || true
-		runs+=("$dir/run$attempt/test_cpu.tap")
-	done
-	(IFS=,; echo "${runs[*]}")
-}
-patched_runs=$(rerun_upstream "$results/stock-v2/test_cpu.tap" "$results/patched-v2-icount" \
-	--kernel "$patched_image" --icount 0 --)
-
 # --- 7. the tools --------------------------------------------------------
 # (Built before step 5, with -Werror.)
 log "tools: host tests"
@@ -522,9 +551,15 @@ icount_worker 2
 cat "$results"/icount-*.log
 
 # --- 8. the noisy-logging study, quick tier: the pipeline end to end ------
-log "experiments/noisy_logging.sh --quick (run by the workers above): its check"
-python3 "$CFSB_ROOT/experiments/check_noisy_logging.py" "$results/noisy_logging" |
-	tee "$results/noisy_logging.tap" || true
+# (--thorough: its 17 minutes of VMs would take a fresh machine's run past
+# an hour; scripts/demo.sh runs it too.)
+study_files=()
+if ((thorough)); then
+	log "experiments/noisy_logging.sh --quick (run by the workers above): its check"
+	python3 "$CFSB_ROOT/experiments/check_noisy_logging.py" "$results/noisy_logging" |
+		tee "$results/noisy_logging.tap" || true
+	study_files=("$results/noisy_logging.tap")
+fi
 # The check itself: it passes on the kept full run and fails on each kind
 # of damage to a copy of it (a few seconds, no VM).
 log "experiments/test_check_noisy_logging.py: the study's check on the kept run and damaged copies"
@@ -651,7 +686,7 @@ log "all tests ran in $(($(now_s) - t0)) s"
 echo
 python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	--info "$results/stock-v2/test_cpu.tap" --info "$results/patched-v2-icount/test_cpu.tap" \
-	--same-or-better "$results/stock-v2/test_cpu.tap" "$patched_runs" \
+	--same-or-better "$results/stock-v2/test_cpu.tap" "$(cat "$results/upstream-patched-runs" 2>/dev/null)" \
 	"${target_summary_opts[@]}" \
 	"$results/static.tap" "$results/kernel-source.tap" "$results/entry-points.tap" "$results/vm-run.tap" \
 	"$results/patched-v2/kunit.tap" "$results/patched-v2/borrowing.tap" \
@@ -664,5 +699,5 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results"/tools-patched-v{2,1}/{cgborrow,borrowd}.tap \
 	"$results"/tools-stock-v{2,1}/{cgborrow,borrowd}-stock.tap "$results/tools-engines.tap" \
 	"$results/tools-engines-stock.tap" \
-	"$results/noisy_logging.tap" "$results/study-check.tap" "${target_summary_files[@]}" \
+	"${study_files[@]}" "$results/study-check.tap" "${target_summary_files[@]}" \
 	"${host_image_files[@]}"
