@@ -379,9 +379,10 @@ nerdctl_unit() {
 # need neither the patched kernel nor its tree, which run while the series
 # is built patch by patch (the patched kernel's image is each patch's in
 # turn); then, once it is done ($results/.patched-ready), the others, the
-# longest first.
+# longest first (the i386 kernel's build from a cold cache: 9 minutes on
+# one CPU here).
 icount_jobs=(nerdctl-unit tools-stock-v1 tools-stock-v2 engines-stock)
-icount_patched_jobs=(engines-patched test-cpu kunit-i386)
+icount_patched_jobs=(kunit-i386 engines-patched test-cpu)
 ((thorough == 0)) || icount_patched_jobs=(study-quick "${icount_patched_jobs[@]}")
 icount_job() {
 	case $1 in
@@ -551,8 +552,8 @@ icount_worker 2
 cat "$results"/icount-*.log
 
 # --- 8. the noisy-logging study, quick tier: the pipeline end to end ------
-# (--thorough: its 17 minutes of VMs would take a fresh machine's run past
-# an hour; scripts/demo.sh runs it too.)
+# (--thorough: 17 minutes of VMs a hierarchy, beyond the hour a fresh
+# machine's run takes; scripts/demo.sh runs it too.)
 study_files=()
 if ((thorough)); then
 	log "experiments/noisy_logging.sh --quick (run by the workers above): its check"
