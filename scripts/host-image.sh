@@ -284,13 +284,7 @@ build_kernel() {
 	ensure_packages dpkg-dev rsync
 	[[ $debug_info -eq 0 ]] || ensure_packages dwarves
 	version=$(pkgversion)
-	# One kernel build at a time on this machine (scripts/kernel-build.sh's
-	# lock).
-	exec 9>"$CFSB_CACHE/kernel-build.lock"
-	if ! flock -n 9; then
-		log "waiting for another kernel build to finish"
-		flock 9
-	fi
+	kernel_build_lock
 	use_ccache
 	log "building $release ($version) in $build (make -j$jobs bindeb-pkg; log: $build/bindeb-pkg.log)"
 	# dpkg-buildpackage writes the packages next to the build directory,

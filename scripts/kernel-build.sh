@@ -92,14 +92,7 @@ esac
 karch=$(arch_kernel_arch "$arch")
 cross=$(arch_cross_compile "$arch")
 
-# One kernel build at a time on this machine: two would each take every CPU
-# (and two of the same tree would corrupt it); a second build waits here.
-mkdir -p "$CFSB_CACHE"
-exec 9>"$CFSB_CACHE/kernel-build.lock"
-if ! flock -n 9; then
-	log "waiting for another kernel build to finish"
-	flock 9
-fi
+kernel_build_lock
 
 start=$(now_s)
 read -ra arch_pkgs <<<"$(arch_packages "$arch")"

@@ -354,9 +354,7 @@ cmd_kunit_i386() {
 	mkdir -p "$tree/$build"
 	printf '%s\n' "$KUNIT_I386_CONFIG" >"$tree/$build/borrowing.kunitconfig"
 	use_ccache
-	# One kernel build at a time (scripts/kernel-build.sh takes the same lock).
-	exec 9>"$CFSB_CACHE/kernel-build.lock"
-	flock 9
+	kernel_build_lock
 	(cd "$tree" && python3 tools/testing/kunit/kunit.py run --arch=i386 \
 		--build_dir="$build" --kunitconfig="$build/borrowing.kunitconfig" \
 		--make_options CC="ccache gcc" --jobs "$jobs" --timeout 600 \
@@ -558,9 +556,7 @@ cmd_robot() {
 			--configure-only >/dev/null || die "could not configure the $variant tree"
 	done
 	use_ccache
-	# One kernel build at a time (scripts/kernel-build.sh takes the same lock).
-	exec 9>"$CFSB_CACHE/kernel-build.lock"
-	flock 9
+	kernel_build_lock
 	echo "TAP version 13"
 	for c in "${ROBOT_CONFIGS[@]}"; do
 		read -r name arch defconfig opt <<<"$c"

@@ -769,6 +769,18 @@ use_go() {
 	export GOFLAGS="-buildvcs=false${CFSB_GO_JOBS:+ -p=$CFSB_GO_JOBS}" GOTOOLCHAIN=local CGO_ENABLED=0
 }
 
+# kernel_build_lock: one kernel build at a time on this machine (two would
+# each take every CPU, and two of one tree would corrupt it): takes the lock
+# on fd 9 (held until exit or flock -u 9), waiting (and saying so) for another.
+kernel_build_lock() {
+	mkdir -p "$CFSB_CACHE"
+	exec 9>"$CFSB_CACHE/kernel-build.lock"
+	if ! flock -n 9; then
+		log "waiting for another kernel build to finish"
+		flock 9
+	fi
+}
+
 # The ccache settings every kernel build uses; the same everywhere, or the
 # builds do not share the cache.
 use_ccache() {
