@@ -765,8 +765,10 @@ use_go() {
 	fi
 	PATH=$goroot/bin:$PATH
 	# CFSB_GO_JOBS: how many packages go builds and tests at once (its
-	# -p; default: one per CPU).
-	export GOFLAGS="-buildvcs=false${CFSB_GO_JOBS:+ -p=$CFSB_GO_JOBS}" GOTOOLCHAIN=local CGO_ENABLED=0
+	# -p; default: one per CPU). -trimpath everywhere: no local paths in a
+	# binary, and the builds, go vet and go test share the build cache (from
+	# a cold cache, nerdctl's checks took 235 s instead of 275 on one CPU).
+	export GOFLAGS="-buildvcs=false -trimpath${CFSB_GO_JOBS:+ -p=$CFSB_GO_JOBS}" GOTOOLCHAIN=local CGO_ENABLED=0
 }
 
 # kernel_build_lock: one kernel build at a time on this machine (two would
