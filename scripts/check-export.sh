@@ -20,9 +20,13 @@
 #    edited in the copy's src goes into the series and into the tree; a
 #    commit in the tree stops the build, and export takes it into src. The
 #    tree is given the real series back at the end.
-# 4. The same for the kernel series (6.12) and kernel/src, on copies and a
-#    sparse worktree at the patched kernel tree's HEAD (skipped before the
-#    first kernel build); the patched tree is not touched.
+# 4. The same for the kernel series (6.12), kernel/src and kernel/messages,
+#    on copies and a sparse worktree at the patched kernel tree's HEAD
+#    (skipped before the first kernel build); the patched tree is not
+#    touched: a message edited in its file goes into the patch, a message
+#    reworded in the tree goes into its file, one changed in both stops the
+#    export; check-messages fails on a stale series and on a file of no
+#    patch.
 set -uo pipefail
 
 case ${1:-} in
@@ -206,22 +210,27 @@ ks=$CFSB_ROOT/scripts/kernel-series.sh
 ktree=$(kernel_tree patched)
 kunit_src=kernel/sched/fair_borrowing_kunit.c
 if ! git -C "$ktree" rev-parse -q --verify HEAD >/dev/null 2>&1; then
-	for what in "an unchanged series" "an edited source" "a fixup in the tree"; do
+	for what in "an unchanged series" "an edited source" "a fixup in the tree" \
+		"an edited message" "a stale message" "a message of no patch" "a reworded commit" \
+		"a message changed twice"; do
 		n=$((n + 1))
 		echo "ok $n kernel export round trip: $what # SKIP no patched kernel tree yet (scripts/kernel-build.sh)"
 	done
 else
 	kcopy() {
-		rm -rf "$tmp/kpatches" "$tmp/ksrc"
+		rm -rf "$tmp/kpatches" "$tmp/ksrc" "$tmp/kmsgs"
 		mkdir -p "$tmp/kpatches"
 		cp "$CFSB_ROOT"/kernel/patches/*.patch "$tmp/kpatches/"
 		cp -R "$CFSB_ROOT/kernel/src" "$tmp/ksrc"
+		cp -R "$CFSB_ROOT/kernel/messages" "$tmp/kmsgs"
 	}
-	kexport() {
+	# kseries CMD...: kernel-series.sh CMD on the copies.
+	kseries() {
 		quietly as_author_of "$(ls "$CFSB_ROOT"/kernel/patches/0001-*.patch)" \
 			env CFSB_KERNEL_SERIES="$tmp/kpatches" CFSB_KERNEL_SRC="$tmp/ksrc" \
-			"$ks" export --tree "$tmp/kwt"
+			CFSB_KERNEL_MESSAGES="$tmp/kmsgs" "$ks" "$@"
 	}
+	kexport() { kseries export --tree "$tmp/kwt"; }
 	same_kernel_series() {
 		local p
 		for p in "$CFSB_ROOT"/kernel/patches/*.patch; do cmp -s "$p" "$tmp/kpatches/${p##*/}" || return 1; done
@@ -248,6 +257,40 @@ else
 	check "kernel export round trip: a fixup in the tree goes into kernel/src and the patch that adds the file" \
 		'[[ $rc -eq 0 && $(tail -n1 "$tmp/ksrc/$kunit_src") == "/* edited in the tree */" && $out == *dropped* ]] &&
 			grep -q "^+/\* edited in the tree \*/" "$tmp"/kpatches/0*-sched-fair-Add-KUnit-*.patch' "exit $rc: $out"
+	# The messages: kernel/messages is their source, as kernel/src is the
+	# files'. (The worktree back at the series first: no fixup.)
+	git -C "$tmp/kwt" reset -q --hard HEAD~1
+	kcopy
+	stats_msg=$tmp/kmsgs/sched-core-Add-borrowing-statistics-to-cpu.stat.txt
+	echo "A line edited where it stands." >>"$stats_msg"
+	kseries check-messages
+	check "kernel messages: check-messages fails on a series older than its message file" \
+		'[[ $rc -ne 0 && $out == *"is not"*"sched-core-Add-borrowing-statistics"* ]]' "exit $rc: $out"
+	kexport
+	check "kernel messages: a message edited in kernel/messages goes into its patch" \
+		'[[ $rc -eq 0 ]] && grep -q "^A line edited where it stands\.$" "$tmp"/kpatches/0004-*.patch &&
+			! grep -q "^A line edited where it stands\.$" "$tmp"/kpatches/000[1235-7]-*.patch' "exit $rc: $out"
+	printf 'sched: A patch no series has\n\nBody.\n' >"$tmp/kmsgs/sched-A-patch-no-series-has.txt"
+	kseries check-messages
+	check "kernel messages: check-messages fails on a file that is the message of no patch" \
+		'[[ $rc -ne 0 && $out == *"sched-A-patch-no-series-has.txt: the message of no patch"* ]]' "exit $rc: $out"
+	kcopy
+	# Reword the statistics patch in the tree (not the last commit).
+	quietly env GIT_SEQUENCE_EDITOR="sed -i '/Add borrowing statistics/s/^pick/reword/'" \
+		GIT_EDITOR="sed -i '2a A line reworded in the tree.'" \
+		git -C "$tmp/kwt" -c user.name=test -c user.email=test@localhost rebase -q -i cfsb-base
+	[[ $rc -eq 0 ]] || echo "# rebase: $out"
+	kexport
+	check "kernel messages: a commit reworded in the tree goes into its message file and its patch" \
+		'[[ $rc -eq 0 ]] && sed -n 3p "$stats_msg" | grep -qx "A line reworded in the tree\." &&
+			grep -q "^A line reworded in the tree\.$" "$tmp"/kpatches/0004-*.patch' "exit $rc: $out"
+	kcopy
+	echo "A line edited where it stands." >>"$stats_msg"
+	cp "$stats_msg" "$tmp/stats_msg.edited"
+	kexport
+	check "kernel messages: a message changed in the tree and in its file stops the export, both kept" \
+		'[[ $rc -ne 0 && $out == *"changed both"* ]] && cmp -s "$stats_msg" "$tmp/stats_msg.edited" &&
+			git -C "$tmp/kwt" log -1 --format=%B HEAD~3 | grep -qx "A line reworded in the tree\."' "exit $rc: $out"
 	git -C "$ktree" worktree remove --force "$tmp/kwt"
 	[[ -n $wtconfig ]] || git -C "$ktree" config --unset extensions.worktreeConfig
 fi

@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selftests | check-sources
+Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selftests | check-sources | check-messages
        ${0##*/} [--base 6.12|7.2] build-each [--jobs N] [--if-changed]
        ${0##*/} [--base 6.12|7.2] kunit-i386 [--jobs N]
        ${0##*/} [--base 6.12|7.2] robot [--jobs N] [--only NAME] [--if-changed]
@@ -19,8 +19,15 @@ Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selft
               the kernel patches, then the selftests patch, generated from
               selftests/ (its source) into tools/testing/selftests/cgroup,
               and the cover letter from kernel/cover-letter.txt (first line:
-              subject; kernel/cover-letter-7.2.txt for 7.2). Work on the series in a tree of your own (git commit
-              --amend, rebase), then export from it.
+              subject; kernel/cover-letter-7.2.txt for 7.2). Each patch's
+              message is its file's in kernel/messages (NAME.txt, one for
+              every base's series, or 7.2/NAME.txt for one base's own; found
+              by its first line, the subject; without Signed-off-by, which
+              the export adds for its author): a message amended in the
+              tree is copied to its file first (a new subject gets a new
+              file; changed in both, the export stops). Work on the series
+              in a tree of your own (git commit --amend, rebase), then
+              export from it.
   checkpatch  run scripts/checkpatch.pl --strict on every patch; fails on any
               error, warning or check.
   check-selftests
@@ -30,6 +37,10 @@ Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selft
               kernel/src (one for both bases: export writes it into the
               patch that adds it; one changed in the tree only is copied
               there first), or the series adds another file beside them.
+  check-messages
+              fail if a patch's message differs from its file in
+              kernel/messages, or a file there is the message of no patch
+              of either series.
   build-each  check out the series one patch at a time in the patched tree
               and build the kernel at each step, without a new compiler
               warning; from the patch that adds the KUnit suite on, boot each
@@ -68,10 +79,13 @@ if [[ ${1:-} == --base ]]; then
 	shift 2
 fi
 
-# The files the kernel patches add, as sources (the same for every base).
-# scripts/check-export.sh works on copies: CFSB_KERNEL_SRC, and
-# CFSB_KERNEL_SERIES for the series' directory.
+# The files the kernel patches add, as sources (the same for every base),
+# and the patches' messages (lib.sh's message_file: one file where the
+# bases' series share a message). scripts/check-export.sh works on copies:
+# CFSB_KERNEL_SRC, CFSB_KERNEL_MESSAGES, and CFSB_KERNEL_SERIES for the
+# series' directory.
 KERNEL_SRC_DIR=${CFSB_KERNEL_SRC:-$CFSB_ROOT/kernel/src}
+KERNEL_MESSAGES_DIR=${CFSB_KERNEL_MESSAGES:-$CFSB_ROOT/kernel/messages}
 KERNEL_SERIES_DIR=${CFSB_KERNEL_SERIES:-$KERNEL_SERIES_DIR}
 SELFTESTS_SUBJECT="selftests/cgroup: Add tests for cpu.cfs.borrowing_us"
 SELFTESTS_DIR=tools/testing/selftests/cgroup
@@ -110,37 +124,14 @@ EOF
 	# Debian's tarball ships a .gitignore that ignores everything.
 	git -C "$tree" add -f "$SELFTESTS_DIR"
 	# By the series' author, whatever the tree's git identity.
-	local name email
+	local name email msg
 	name=$(git -C "$tree" log -1 --format=%an)
 	email=$(git -C "$tree" log -1 --format=%ae)
-	GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date git -C "$tree" \
-		-c user.name="$name" -c user.email="$email" commit -q -F - <<EOF
-$SELFTESTS_SUBJECT
-
-Test the interface on cgroup v1 and v2 with the kselftest harness and
-cgroup_util: the file and the cpu.stat counters, which add up in every
-read; bad input; the bound and the clamp; who owes a charge (the limited
-levels up to the lowest common ancestor with the worker, named by pid or
-the writer) and what removing a quota or a group drops; the effective
-quota on v2; configuration writes that pay nothing; an idle group that
-pays; and what charges do to CPU hogs: the share they leave, with and
-without burst, a parent that pays for its child, a sibling's charge that
-costs the parent, a debt above the quota, a slice for every CPU in every
-period with one thread per CPU, and an indebted group killed promptly.
-The permission tests check that only the initial namespaces'
-administrator may charge, however the file is opened or owned.
-
-The tests take the hierarchy that has the cpu controller (a hybrid
-set-up lists a cgroup2 mount without it first) and as many spinners, on
-the CPUs, as their cpuset allows. No exact check reads what a refill
-changes: the first refill after a quota is set comes anywhere in its
-first period. A stall still open
-when a window closes counts (its own test stops a thread to show it),
-and a bound that involves the tick reads it from /proc/timer_list, so
-that it holds with HZ=100 as with HZ=1000.
-
-Signed-off-by: $name <$email>
-EOF
+	msg=$(message_file "$KERNEL_MESSAGES_DIR" "$SELFTESTS_SUBJECT")
+	[[ -n $msg ]] || die "no message for '$SELFTESTS_SUBJECT' in $KERNEL_MESSAGES_DIR"
+	{ cat "$msg"; printf '\nSigned-off-by: %s <%s>\n' "$name" "$email"; } |
+		GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date git -C "$tree" \
+			-c user.name="$name" -c user.email="$email" commit -q -F -
 }
 
 cmd_export() {
@@ -158,10 +149,13 @@ cmd_export() {
 	tree=$(kernel_tree export)
 	base_worktree "$(kernel_repo)" "$tree"
 	tree_reset_to_base "$tree" clean
-	# Each file the series adds from its source in kernel/src.
+	# Each file the series adds from its source in kernel/src, each
+	# message from its file in kernel/messages.
 	sources_from_tree "$src" "$KERNEL_SRC_DIR" "${old_patches[@]}"
+	messages_from_tree "$src" "$KERNEL_MESSAGES_DIR" "${commits[*]}" "${old_patches[@]}"
 	ident=$(exporter_ident)
-	REMAKE_IDENT=$ident remake_commits "$src" "$tree" "$KERNEL_SRC_DIR" "${commits[@]}"
+	REMAKE_IDENT=$ident REMAKE_MESSAGES=$KERNEL_MESSAGES_DIR \
+		remake_commits "$src" "$tree" "$KERNEL_SRC_DIR" "${commits[@]}"
 	date=$(git -C "$tree" log -1 --format=%aI)
 	add_selftests "$tree" "$date"
 
@@ -238,6 +232,13 @@ cmd_check_selftests() {
 	rm -rf "$tmp"
 	[[ $status -eq 0 ]] || die "the selftests patch is stale: run $0 export"
 	log "the selftests patch matches selftests/"
+}
+
+cmd_check_messages() {
+	local patches
+	mapfile -t patches < <(series_patches)
+	check_series_messages "$KERNEL_MESSAGES_DIR" "$0 --base $KERNEL_BASE export" "${patches[@]}" ||
+		die "the $KERNEL_BASE series is stale against kernel/messages"
 }
 
 cmd_check_sources() {
@@ -576,6 +577,7 @@ export) shift; cmd_export "$@" ;;
 checkpatch) cmd_checkpatch ;;
 check-selftests) cmd_check_selftests ;;
 check-sources) cmd_check_sources ;;
+check-messages) cmd_check_messages ;;
 build-each) shift; cmd_build_each "$@" ;;
 kunit-i386) shift; cmd_kunit_i386 "$@" ;;
 robot) shift; cmd_robot "$@" ;;

@@ -683,9 +683,11 @@ sources_from_tree() {
 # a commit left with nothing else (a fixup) is dropped. Committed by the
 # build's fixed identity at the author date, as prepare_series_tree
 # applies a series. With REMAKE_IDENT ("Name <email>") set, each commit is
-# authored and signed off by it instead of the commit's author.
+# authored and signed off by it instead of the commit's author; with
+# REMAKE_MESSAGES (a directory of message files) too, its message is its
+# file's there (message_file).
 remake_commits() {
-	local from=$1 scratch=$2 src=$3 c f date files exclude=()
+	local from=$1 scratch=$2 src=$3 c f date msg files exclude=()
 	shift 3
 	mapfile -t files < <(series_sources "$src")
 	for f in "${files[@]}"; do exclude+=(":(exclude)$f"); done
@@ -709,11 +711,137 @@ remake_commits() {
 				-c user.email=build@localhost commit -q --no-verify -C "$c"
 			continue
 		fi
-		git -C "$from" log -1 --format=%B "$c" |
-			awk -v ident="$REMAKE_IDENT" '/^Signed-off-by: / { $0 = "Signed-off-by: " ident } { print }' |
-			GIT_COMMITTER_DATE=$date git -C "$scratch" -c user.name="cfs-borrowing build" \
-				-c user.email=build@localhost commit -q --no-verify --author="$REMAKE_IDENT" --date="$date" -F -
+		if [[ -n ${REMAKE_MESSAGES:-} ]]; then
+			# The message as its file has it, signed off by the exporter.
+			msg=$(message_file "$REMAKE_MESSAGES" "$(git -C "$from" log -1 --format=%s "$c")")
+			[[ -n $msg ]] || die "$(git -C "$from" log -1 --format='%h %s' "$c"): no message file in $REMAKE_MESSAGES"
+			{ cat "$msg"; printf '\nSigned-off-by: %s\n' "$REMAKE_IDENT"; }
+		else
+			git -C "$from" log -1 --format=%B "$c" |
+				awk -v ident="$REMAKE_IDENT" '/^Signed-off-by: / { $0 = "Signed-off-by: " ident } { print }'
+		fi | GIT_COMMITTER_DATE=$date git -C "$scratch" -c user.name="cfs-borrowing build" \
+			-c user.email=build@localhost commit -q --no-verify --author="$REMAKE_IDENT" --date="$date" -F -
 	done
+}
+
+# --- commit messages kept as files ------------------------------------------
+# The kernel series keep their patches' messages in a directory (MSGS,
+# kernel/messages): MSGS/NAME.txt for a message the series of every base
+# carry as it is, MSGS/BASE/NAME.txt for one base's own, which comes
+# first. A file holds the subject line, a blank line and the body, without
+# the Signed-off-by lines (an export adds its author's); it is found by its
+# first line, the subject. The export takes each patch's message from its
+# file, and a message amended in the tree into its file first
+# (messages_from_tree), as it does for the source files.
+
+# message_clean: the message on stdin without its Signed-off-by lines and
+# the blank lines that end it.
+message_clean() { grep -v '^Signed-off-by: ' | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'; }
+
+# patch_message PATCH: PATCH's message as a message file holds it.
+patch_message() {
+	local tmp subject
+	tmp=$(mktemp -d)
+	subject=$(git mailinfo "$tmp/msg" "$tmp/patch" <"$1" | sed -n 's/^Subject: //p')
+	{ printf '%s\n\n' "$subject"; cat "$tmp/msg"; } | message_clean
+	rm -rf "$tmp"
+}
+
+# commit_message DIR COMMIT: COMMIT's message as a message file holds it.
+commit_message() { git -C "$1" log -1 --format=%B "$2" | message_clean; }
+
+# message_file MSGS SUBJECT: the file of MSGS that holds SUBJECT's message
+# for the selected base (its own first), nothing if none.
+message_file() {
+	local f
+	for f in "$1/$KERNEL_BASE"/*.txt "$1"/*.txt; do
+		[[ -f $f && $(head -n1 "$f") == "$2" ]] && { echo "$f"; return 0; }
+	done
+	return 0
+}
+
+# message_name SUBJECT: a file name for SUBJECT's message (as git
+# format-patch names a patch, without its number).
+message_name() {
+	local name
+	name=$(printf '%s' "$1" | tr -cs 'A-Za-z0-9._' '-')
+	name=${name:0:52}
+	name=${name#-}
+	echo "${name%-}.txt"
+}
+
+# check_series_messages MSGS EXPORT PATCH...: every PATCH's message is its
+# file's in MSGS, and MSGS holds no file that no patch of any base's series
+# (PATCH..., and the other bases' in kernel/) has; else says what differs
+# and fails (EXPORT: the command that regenerates the series).
+check_series_messages() {
+	local msgs=$1 export=$2 p f subject status=0
+	shift 2
+	local -A used=()
+	for p in "$@"; do
+		subject=$(patch_message "$p" | head -n1)
+		f=$(message_file "$msgs" "$subject")
+		if [[ -z $f ]]; then
+			log "${p##*/}: no file in ${msgs#"$CFSB_ROOT"/} holds its message"
+			status=1
+		elif ! cmp -s <(patch_message "$p") "$f"; then
+			log "${p##*/}: its message is not ${f#"$CFSB_ROOT"/}'s"
+			status=1
+		fi
+		used[$subject]=1
+	done
+	for p in "$CFSB_ROOT"/kernel/patches*/[0-9][0-9][0-9][0-9]-*.patch; do
+		[[ ${p##*/} == 0000-* ]] || used[$(patch_message "$p" | head -n1)]=1
+	done
+	for f in "$msgs"/*.txt "$msgs"/*/*.txt; do
+		[[ -f $f && -z ${used[$(head -n1 "$f")]:-} ]] || continue
+		log "${f#"$CFSB_ROOT"/}: the message of no patch"
+		status=1
+	done
+	if [[ $status -ne 0 ]]; then
+		log "the series' messages are stale against ${msgs#"$CFSB_ROOT"/}: run $export"
+		return 1
+	fi
+	log "messages in ${msgs#"$CFSB_ROOT"/} ($#): the series has them as they are"
+}
+
+# messages_from_tree FROM MSGS "COMMIT..." PATCH...: before an export from
+# the tree FROM of the series PATCH..., each COMMIT's message as FROM has
+# it, as its file in MSGS has it and as the series has it: one changed in
+# FROM only is copied into its file (a new one for a subject that has
+# none); one changed in both stops the export.
+messages_from_tree() {
+	local from=$1 msgs=$2 c p f subject tmp
+	local -a commits
+	read -ra commits <<<"$3"
+	shift 3
+	local -A in_series=()
+	tmp=$(mktemp -d)
+	for p in "$@"; do
+		patch_message "$p" >"$tmp/${p##*/}"
+		in_series[$(head -n1 "$tmp/${p##*/}")]=$tmp/${p##*/}
+	done
+	for c in "${commits[@]}"; do
+		commit_message "$from" "$c" >"$tmp/tree"
+		subject=$(head -n1 "$tmp/tree")
+		f=$(message_file "$msgs" "$subject")
+		[[ -n $f ]] && cmp -s "$tmp/tree" "$f" && continue
+		p=${in_series[$subject]:-}
+		if [[ -z $f ]]; then
+			f=$msgs/$(message_name "$subject")
+			[[ ! -e $f ]] || f=$msgs/$KERNEL_BASE/${f##*/}
+			mkdir -p "$(dirname "$f")"
+			cp "$tmp/tree" "$f"
+			log "the message of '$subject': new, in ${f#"$CFSB_ROOT"/}"
+		elif [[ -n $p ]] && cmp -s "$p" "$f"; then
+			cp "$tmp/tree" "$f"
+			log "the message of '$subject': changed in $from: copied to ${f#"$CFSB_ROOT"/}"
+		elif [[ -z $p ]] || ! cmp -s "$p" "$tmp/tree"; then
+			rm -rf "$tmp"
+			die "the message of '$subject': changed both in $from and in ${f#"$CFSB_ROOT"/}: keep one of them"
+		fi
+	done
+	rm -rf "$tmp"
 }
 
 # exporter_ident: "Name <email>" of whoever exports a series, who authors

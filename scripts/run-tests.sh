@@ -18,7 +18,9 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      refusing to run on the host (scripts/check-entry-points.sh, in a
      sandbox; as root); for both series
      (kernel/patches on 6.12, kernel/patches-7.2 on mainline 7.2): that it
-     applies, checkpatch --strict, its selftests patch against selftests/;
+     applies, checkpatch --strict, its selftests patch against selftests/,
+     the files it adds against kernel/src, its messages against
+     kernel/messages;
      the kernel source's version (scripts/check-kernel-source.sh: the
      pin, the archive's newest of its major.minor once the pin is gone,
      CFSB_KERNEL_SOURCE_VERSION, the tree made again for another version;
@@ -203,6 +205,8 @@ static_checks() {
 				"$CFSB_ROOT/scripts/kernel-series.sh" --base "$base" check-selftests
 			check "the $base series adds the files of kernel/src as they are" \
 				"$CFSB_ROOT/scripts/kernel-series.sh" --base "$base" check-sources
+			check "the $base series' messages are kernel/messages' (one text where the series share one)" \
+				"$CFSB_ROOT/scripts/kernel-series.sh" --base "$base" check-messages
 		done
 		check "checkpatch --strict on kernel/src" \
 			"$(kernel_tree stock)/scripts/checkpatch.pl" --no-tree --strict -q \
