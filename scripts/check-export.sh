@@ -26,7 +26,7 @@
 #    touched: a message edited in its file goes into the patch, a message
 #    reworded in the tree goes into its file, one changed in both stops the
 #    export; check-messages fails on a stale series and on a file of no
-#    patch.
+#    patch; the same for the cover letter's text.
 set -uo pipefail
 
 case ${1:-} in
@@ -212,7 +212,7 @@ kunit_src=kernel/sched/fair_borrowing_kunit.c
 if ! git -C "$ktree" rev-parse -q --verify HEAD >/dev/null 2>&1; then
 	for what in "an unchanged series" "an edited source" "a fixup in the tree" \
 		"an edited message" "a stale message" "a message of no patch" "a reworded commit" \
-		"a message changed twice"; do
+		"a message changed twice" "a stale cover letter" "an edited cover letter"; do
 		n=$((n + 1))
 		echo "ok $n kernel export round trip: $what # SKIP no patched kernel tree yet (scripts/kernel-build.sh)"
 	done
@@ -223,12 +223,13 @@ else
 		cp "$CFSB_ROOT"/kernel/patches/*.patch "$tmp/kpatches/"
 		cp -R "$CFSB_ROOT/kernel/src" "$tmp/ksrc"
 		cp -R "$CFSB_ROOT/kernel/messages" "$tmp/kmsgs"
+		cp "$CFSB_ROOT/kernel/cover-letter.txt" "$tmp/kcover"
 	}
 	# kseries CMD...: kernel-series.sh CMD on the copies.
 	kseries() {
 		quietly as_author_of "$(ls "$CFSB_ROOT"/kernel/patches/0001-*.patch)" \
 			env CFSB_KERNEL_SERIES="$tmp/kpatches" CFSB_KERNEL_SRC="$tmp/ksrc" \
-			CFSB_KERNEL_MESSAGES="$tmp/kmsgs" "$ks" "$@"
+			CFSB_KERNEL_MESSAGES="$tmp/kmsgs" CFSB_KERNEL_COVER_LETTER="$tmp/kcover" "$ks" "$@"
 	}
 	kexport() { kseries export --tree "$tmp/kwt"; }
 	same_kernel_series() {
@@ -291,6 +292,16 @@ else
 	check "kernel messages: a message changed in the tree and in its file stops the export, both kept" \
 		'[[ $rc -ne 0 && $out == *"changed both"* ]] && cmp -s "$stats_msg" "$tmp/stats_msg.edited" &&
 			git -C "$tmp/kwt" log -1 --format=%B HEAD~3 | grep -qx "A line reworded in the tree\."' "exit $rc: $out"
+	# The cover letter's text, one file for both series.
+	git -C "$tmp/kwt" reset -q --hard "$(git -C "$ktree" rev-parse HEAD)"
+	kcopy
+	sed -i '3i A paragraph for both series.\n' "$tmp/kcover"
+	kseries check-messages
+	check "kernel messages: check-messages fails on a cover letter older than its text" \
+		'[[ $rc -ne 0 && $out == *"0000-cover-letter.patch is not"* ]]' "exit $rc: $out"
+	kexport
+	check "kernel messages: the cover letter's text for both series goes into the cover letter" \
+		'[[ $rc -eq 0 ]] && grep -q "^A paragraph for both series\.$" "$tmp/kpatches/0000-cover-letter.patch"' "exit $rc: $out"
 	git -C "$ktree" worktree remove --force "$tmp/kwt"
 	[[ -n $wtconfig ]] || git -C "$ktree" config --unset extensions.worktreeConfig
 fi

@@ -19,7 +19,8 @@ Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selft
               the kernel patches, then the selftests patch, generated from
               selftests/ (its source) into tools/testing/selftests/cgroup,
               and the cover letter from kernel/cover-letter.txt (first line:
-              subject; kernel/cover-letter-7.2.txt for 7.2). Each patch's
+              subject; a line "[7.2]" starts that base's own text, "[both]"
+              the text of every base again). Each patch's
               message is its file's in kernel/messages (NAME.txt, one for
               every base's series, or 7.2/NAME.txt for one base's own; found
               by its first line, the subject; without Signed-off-by, which
@@ -39,8 +40,9 @@ Usage: ${0##*/} [--base 6.12|7.2] export [--tree DIR] | checkpatch | check-selft
               there first), or the series adds another file beside them.
   check-messages
               fail if a patch's message differs from its file in
-              kernel/messages, or a file there is the message of no patch
-              of either series.
+              kernel/messages, a file there is the message of no patch
+              of either series, or the cover letter is not
+              kernel/cover-letter.txt's text for the base.
   build-each  check out the series one patch at a time in the patched tree
               and build the kernel at each step, without a new compiler
               warning; from the patch that adds the KUnit suite on, boot each
@@ -86,6 +88,10 @@ fi
 # series' directory.
 KERNEL_SRC_DIR=${CFSB_KERNEL_SRC:-$CFSB_ROOT/kernel/src}
 KERNEL_MESSAGES_DIR=${CFSB_KERNEL_MESSAGES:-$CFSB_ROOT/kernel/messages}
+# The cover letters' text, one file for every base: its first line the
+# subject; a line "[7.2]" starts text for that base's alone, "[both]" text
+# for every base again (cover_letter).
+KERNEL_COVER_LETTER=${CFSB_KERNEL_COVER_LETTER:-$CFSB_ROOT/kernel/cover-letter.txt}
 KERNEL_SERIES_DIR=${CFSB_KERNEL_SERIES:-$KERNEL_SERIES_DIR}
 SELFTESTS_SUBJECT="selftests/cgroup: Add tests for cpu.cfs.borrowing_us"
 SELFTESTS_DIR=tools/testing/selftests/cgroup
@@ -134,6 +140,13 @@ EOF
 			-c user.name="$name" -c user.email="$email" commit -q -F -
 }
 
+# cover_letter: the selected base's cover letter text (KERNEL_COVER_LETTER
+# without the other bases' parts).
+cover_letter() {
+	awk -v base="$KERNEL_BASE" '/^\[(both|[0-9]+\.[0-9]+)\]$/ { part = substr($0, 2, length($0) - 2); next }
+		part == "" || part == "both" || part == base' "$KERNEL_COVER_LETTER"
+}
+
 cmd_export() {
 	local src tree tmp subject commits date old_patches ident
 	src=$(kernel_tree patched)
@@ -164,10 +177,11 @@ cmd_export() {
 	git -C "$tree" -c user.name="$(git -C "$tree" log -1 --format=%an)" \
 		-c user.email="$(git -C "$tree" log -1 --format=%ae)" \
 		format-patch -q --zero-commit --cover-letter --base=cfsb-base -o "$tmp" cfsb-base..HEAD
-	subject=$(head -n1 "$KERNEL_COVER_LETTER")
+	cover_letter >"$tmp/cover-letter.txt"
+	subject=$(head -n1 "$tmp/cover-letter.txt")
 	# Dated as the last patch, so that an export of the same series is the
 	# same file.
-	python3 - "$tmp"/0000-cover-letter.patch "$subject" "$KERNEL_COVER_LETTER" \
+	python3 - "$tmp"/0000-cover-letter.patch "$subject" "$tmp/cover-letter.txt" \
 		"$(git -C "$tree" log -1 --format=%aD)" <<'EOF'
 import re
 import sys
@@ -181,7 +195,7 @@ EOF
 	mkdir -p "$KERNEL_SERIES_DIR"
 	rm -f "$KERNEL_SERIES_DIR"/*.patch
 	mv "$tmp"/*.patch "$KERNEL_SERIES_DIR/"
-	rmdir "$tmp"
+	rm -rf "$tmp"
 	log "exported $(series_patches | wc -l) patches and the cover letter to ${KERNEL_SERIES_DIR#"$CFSB_ROOT"/}"
 	# The patched tree's work is in the series now: the next build may
 	# give it the series (prepare_series_tree).
@@ -235,10 +249,19 @@ cmd_check_selftests() {
 }
 
 cmd_check_messages() {
-	local patches
+	local patches cover=$KERNEL_SERIES_DIR/0000-cover-letter.patch
 	mapfile -t patches < <(series_patches)
 	check_series_messages "$KERNEL_MESSAGES_DIR" "$0 --base $KERNEL_BASE export" "${patches[@]}" ||
 		die "the $KERNEL_BASE series is stale against kernel/messages"
+	# The cover letter: its subject and its text as the export writes them.
+	python3 - "$cover" <(cover_letter) <<'EOF' ||
+import sys
+patch, text = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+subject, body = text.split("\n", 1)
+sys.exit(not ("] " + subject + "\n" in patch and "\n\n" + body.strip("\n") + "\n\n" in patch))
+EOF
+		die "${cover##*/} is not kernel/cover-letter.txt's $KERNEL_BASE text: run $0 --base $KERNEL_BASE export"
+	log "${cover##*/}: kernel/cover-letter.txt's $KERNEL_BASE text"
 }
 
 cmd_check_sources() {

@@ -36,7 +36,6 @@ select_kernel_base() {
 		KERNEL_SOURCE_SUITE="" # the machine's apt sources
 		KERNEL_SOURCE_TARBALL=/usr/src/linux-source-6.12.tar.xz
 		KERNEL_SERIES_DIR=$CFSB_ROOT/kernel/patches
-		KERNEL_COVER_LETTER=$CFSB_ROOT/kernel/cover-letter.txt
 		KERNEL_TREE_PREFIX=linux
 		;;
 	7.2)
@@ -45,7 +44,6 @@ select_kernel_base() {
 		KERNEL_SOURCE_SUITE=sid
 		KERNEL_SOURCE_TARBALL=$CFSB_CACHE/sources/7.2/usr/src/linux-source-7.2.tar.xz
 		KERNEL_SERIES_DIR=$CFSB_ROOT/kernel/patches-7.2
-		KERNEL_COVER_LETTER=$CFSB_ROOT/kernel/cover-letter-7.2.txt
 		KERNEL_TREE_PREFIX=linux-7.2
 		;;
 	*) die "unknown kernel base '$1' (known: ${KERNEL_BASES[*]})" ;;
