@@ -22,7 +22,10 @@
  * is looked at once a second from then on, while each such look finds no
  * more than a period's quota left unused in that second: only what it
  * leaves unused can pay, and a busy group leaves next to nothing (a
- * kubelet's 10m CPU limit is such a quota, 1 ms a period). A round's
+ * kubelet's 10m CPU limit is such a quota, 1 ms a period). On cgroup v2
+ * the BPF programs count such a group's runs (bq_usage_source), and a
+ * round looks at it only when the count shows a period's quota unused
+ * since its last look, or that look is 5 s old. A round's
  * look and the group's periods do not line up, so a look a round finds a
  * period's start more or fewer by turns: a little unused time in one
  * round, nothing in the next.
@@ -111,6 +114,16 @@ long long bq_regain(struct bq_acct *a, long long elapsed_us, long long used_us)
 	return took;
 }
 
+bool bq_may_spare(const struct bq_acct *a, long long elapsed_us,
+		  long long used_lower_us)
+{
+	if (a->period_us <= 0 || a->quota_us <= 0 || used_lower_us < 0 ||
+	    elapsed_us < 0 || elapsed_us >= BQ_SPARE_MAX_S * 1e6)
+		return false;
+	return scale(a->quota_us - a->lowered_us, elapsed_us, a->period_us) -
+	       used_lower_us < a->quota_us;
+}
+
 long long bq_floor(long long quota_us, int k, long long slice_us,
 		   long long tick_us)
 {
@@ -179,6 +192,12 @@ struct bq_group {
 	/* The last look: usage and nr_periods (-1: unread), and its time. */
 	long long seen_usage, seen_periods;
 	double seen_t;
+	/*
+	 * The usage source's slot (-1: none), its sum at the last look and at
+	 * the last settling (us, -1: unknown).
+	 */
+	int usage_slot;
+	long long seen_lower_us, lower_us;
 };
 
 static struct bq_group *groups;
@@ -190,7 +209,8 @@ static unsigned long long total_writes, total_adoptions, total_failed;
 /* What the mode reads besides each group's usage and quota: for its cost. */
 static unsigned long long total_period_looks, total_runnable_counts;
 static unsigned long long total_looks;	/* every look at a group's usage */
-static unsigned long long total_rounds;
+static unsigned long long total_rounds, total_spared;
+static const struct bq_usage_source *usage_src;
 /* The longest time from the last look at a quota to borrowd's write of it. */
 static double race_max_s;
 /* Groups forgotten (and what no group could owe): for the totals. */
@@ -204,6 +224,11 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void bq_set_usage_source(const struct bq_usage_source *src)
+{
+	usage_src = src;
 }
 
 int bq_init(const char *file, long tick_ms)
@@ -268,6 +293,34 @@ static void look(struct bq_group *q, bool periods)
 					       periods || q->v2 ? &nr : NULL);
 	q->seen_periods = nr;
 	q->seen_t = now_s();
+	q->seen_lower_us = q->usage_slot >= 0 ?
+			   (long long)(usage_src->read_ns(q->usage_slot) / 1000) : -1;
+}
+
+/*
+ * Whether the round may spare its look at Q: it cannot be lowered, nothing
+ * of it changes at a look but what it paid, and the usage source's bound
+ * shows that it left less than a period's quota unused since its last.
+ */
+static bool spare_look(struct bq_group *q, double now)
+{
+	long long lower;
+
+	if (q->usage_slot < 0 || q->lower_us < 0 || !q->unlowerable ||
+	    q->a.lowered_us || q->pending || q->wrote || q->touched)
+		return false;
+	lower = usage_src->read_ns(q->usage_slot) / 1000;
+	return bq_may_spare(&q->a, (now - q->t) * 1e6, lower - q->lower_us);
+}
+
+/* Depth of a hierarchy path: "/" 0, "/a" 1, "/a/b" 2. */
+static int path_level(const char *path)
+{
+	int level = 0;
+
+	for (; *path; path++)
+		level += *path == '/' && path[1];
+	return level;
 }
 
 /* Runnable threads of the group and its descendants, up to MAX. */
@@ -429,6 +482,8 @@ static void forget(int i)
 	gone.dropped_us += q->a.dropped_us + q->a.debt_us;
 	gone.regained_us += q->a.regained_us;
 	unwatch_quota(q);
+	if (q->usage_slot >= 0)
+		usage_src->untrack(q->usage_slot, q->ino);
 	groups[i] = groups[--nr_groups];
 	if (saved)
 		save_state();
@@ -471,6 +526,7 @@ static void count_from_now(struct bq_group *q)
 	look(q, false);
 	q->usage_us = q->seen_usage;
 	q->t = q->seen_t;
+	q->lower_us = q->seen_lower_us;
 }
 
 /*
@@ -535,6 +591,17 @@ static struct bq_group *get_group(const char *path, int *err)
 	q->a.period_us = period;
 	q->limited = quota > 0;
 	q->written_us = -1;
+	q->usage_slot = -1;
+	q->lower_us = -1;
+	/*
+	 * Limited v2 groups of a v2 hierarchy (the programs' ids are its
+	 * groups'): those a look may pay.
+	 */
+	if (usage_src && q->limited && q->v2 && bcg_is_v2()) {
+		int slot = usage_src->track(q->ino, path_level(g.path));
+
+		q->usage_slot = slot >= 0 ? slot : -1;
+	}
 	watch_quota(q);
 	count_from_now(q);
 	q->last_use = q->t;
@@ -814,6 +881,7 @@ static void settle(struct bq_group *q)
 		used = usage - q->usage_us;
 	q->usage_us = usage;
 	q->t = q->seen_t;
+	q->lower_us = q->seen_lower_us;
 	if (!q->limited)
 		return;
 	if (q->wrote || q->a.lowered_us)
@@ -935,6 +1003,10 @@ void bq_tick(void)
 			continue;
 		if (forget_if_gone(q)) {
 			i--;
+			continue;
+		}
+		if (spare_look(q, now)) {
+			total_spared++;
 			continue;
 		}
 		look(q, false);
@@ -1076,6 +1148,7 @@ void bq_totals(struct bq_totals *t)
 	t->failed_writes = total_failed;
 	t->period_looks = total_period_looks;
 	t->looks = total_looks;
+	t->looks_spared = total_spared;
 	t->runnable_counts = total_runnable_counts;
 	t->rounds = total_rounds;
 }
@@ -1120,10 +1193,10 @@ void bq_json(FILE *f)
 		"\"debt_us\": %llu, \"regained_us\": %llu, \"writes\": %llu, "
 		"\"adoptions\": %llu, \"failed_writes\": %llu, \"lowered_groups\": %d, "
 		"\"race_max_us\": %.1f, \"period_looks\": %llu, \"runnable_counts\": %llu, "
-		"\"rounds\": %llu, \"looks\": %llu, \"groups\": [", t.borrowed_us,
-		t.paid_us, t.dropped_us, t.debt_us, t.regained_us, t.writes,
-		t.adoptions, t.failed_writes, t.lowered, t.race_max_us,
-		t.period_looks, t.runnable_counts, t.rounds, t.looks);
+		"\"rounds\": %llu, \"looks\": %llu, \"looks_spared\": %llu, \"groups\": [",
+		t.borrowed_us, t.paid_us, t.dropped_us, t.debt_us, t.regained_us,
+		t.writes, t.adoptions, t.failed_writes, t.lowered, t.race_max_us,
+		t.period_looks, t.runnable_counts, t.rounds, t.looks, t.looks_spared);
 	for (int i = 0; i < nr_groups; i++) {
 		const struct bq_group *q = &groups[i];
 

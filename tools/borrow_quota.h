@@ -94,7 +94,36 @@ struct bq_totals {
 	unsigned long long period_looks, runnable_counts;
 	unsigned long long rounds;	/* bq_tick()s */
 	unsigned long long looks;	/* reads of a group's usage */
+	/* Looks the usage source's bound showed no need for. */
+	unsigned long long looks_spared;
 };
+
+/*
+ * A cheap count of a cgroup v2 group's usage (borrowd's BPF programs add
+ * up its tasks' runs as each ends, at a switch): TRACK starts adding up the
+ * group with id ID at LEVEL (its depth below the root) and returns its
+ * slot or -errno, READ_NS reads a slot's sum (ns since it was tracked),
+ * UNTRACK stops. Optional: without it every look reads cpu.stat.
+ */
+struct bq_usage_source {
+	int (*track)(unsigned long long id, int level);
+	unsigned long long (*read_ns)(int slot);
+	void (*untrack)(int slot, unsigned long long id);
+};
+
+void bq_set_usage_source(const struct bq_usage_source *src);
+
+/*
+ * Whether a look at a group that cannot be lowered can wait: its usage in
+ * the ELAPSED_US since its last look, as the source counts it
+ * (USED_LOWER_US: the runs that ended since), left less than a period's
+ * quota unused, which is all a look could pay, and that look is under
+ * BQ_SPARE_MAX_S old. Waiting loses nothing: the next look settles the
+ * whole time since the last, paying what the group left unused in it.
+ */
+#define BQ_SPARE_MAX_S	5.0
+bool bq_may_spare(const struct bq_acct *a, long long elapsed_us,
+		  long long used_lower_us);
 
 /* Sets up: the state file, the tick. 0 or -errno. */
 int bq_init(const char *state_file, long tick_ms);

@@ -18,6 +18,14 @@
  * reader that a thread serves after a container's line is nobody's,
  * whichever container it served before.
  *
+ * The quota mode's groups (cgroup v2): the time the outgoing task ran is
+ * added to each of its cgroup's ancestors that the agent put in the
+ * usage_ids map. A sum counts a run when it ends (it lags the group's
+ * usage by the runs in progress) and costs the agent a read of memory:
+ * it looks at a group's cpu.stat, whose read flushes the group's
+ * statistics, only where the sum shows that the group may have left some
+ * of its quota unused.
+ *
  * It needs no BTF of the kernel (the project's guest kernel has none): the
  * sched_switch tracepoint's record layout has not changed since 4.x, and
  * the outgoing task is the current one, whose tgid a helper gives.
@@ -95,6 +103,30 @@ struct {
 	__type(key, __u32);		/* tid */
 	__type(value, struct thread_work);
 } thread_clients SEC(".maps");
+
+/* The quota mode's groups: cgroup id -> slot in usage_ns. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_USAGE_GROUPS);
+	__type(key, __u64);
+	__type(value, __u32);
+} usage_ids SEC(".maps");
+
+/* Their CPU time in ns, by slot (mapped, as sums). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, MAX_USAGE_GROUPS);
+	__type(key, __u32);
+	__type(value, __u64);
+} usage_ns SEC(".maps");
+
+/*
+ * How many groups usage_ids holds (none: the switch skips it all), and the
+ * levels of the shallowest and deepest; the agent sets them.
+ */
+volatile __u32 usage_groups;
+volatile __u32 usage_level_min = 1, usage_level_max = USAGE_MAX_LEVEL;
 
 /* Per client id: the daemon CPU time spent for it, in ns (mapped, as sums). */
 struct {
@@ -199,9 +231,34 @@ static struct worker_sum *worker_of(__u32 tgid)
 	return w ? bpf_map_lookup_elem(&sums, &w->slot) : NULL;
 }
 
+/* The outgoing task ran NS: its groups' sums, for those the agent tracks. */
+static void group_usage(__u64 ns)
+{
+	__u32 lo = usage_level_min, hi = usage_level_max, *slot;
+	__u64 id, *sum;
+
+	for (__u32 level = 1; level <= USAGE_MAX_LEVEL; level++) {
+		if (level < lo)
+			continue;
+		if (level > hi)
+			break;
+		id = bpf_get_current_ancestor_cgroup_id(level);
+		if (!id)
+			break;
+		slot = bpf_map_lookup_elem(&usage_ids, &id);
+		if (!slot)
+			continue;
+		sum = bpf_map_lookup_elem(&usage_ns, slot);
+		if (sum)
+			__sync_fetch_and_add(sum, ns);
+	}
+}
+
 /*
  * Every context switch on the machine runs this: a task that is neither a
- * worker nor a daemon costs one hash lookup (two with daemons named).
+ * worker nor a daemon costs one hash lookup (two with daemons named), and
+ * while the quota mode tracks groups, one per level between its groups'
+ * shallowest and deepest.
  */
 SEC("tracepoint/sched/sched_switch")
 int borrowd_switch(struct sched_switch_args *ctx)
@@ -230,6 +287,8 @@ int borrowd_switch(struct sched_switch_args *ctx)
 			if (t && ctx->prev_state && !(ctx->prev_state & SWITCH_PREEMPTED))
 				daemon_boundary(t);
 		}
+		if (usage_groups)
+			group_usage(now - run->start);
 	}
 	run->start = now;
 	run->tid = ctx->next_pid;

@@ -39,6 +39,13 @@ struct worker_sum {
 	__u32 pad;
 };
 
+/*
+ * The quota mode's groups whose CPU time the programs add up (cgroup v2):
+ * slots in the usage_ns map, and the deepest level looked at.
+ */
+#define MAX_USAGE_GROUPS	4096
+#define USAGE_MAX_LEVEL		16
+
 /* Per CPU: what runs there since when (for a run still in progress). */
 struct cpu_run {
 	__u64 start;	/* bpf_ktime_get_ns() at the switch, 0: unknown */

@@ -743,7 +743,8 @@ int main(int argc, char **argv)
 		skel->rodata->have_daemons = daemons_named();
 		ret = borrowd_bpf__load(skel);
 		if (!ret)
-			ret = map_sums() ?: map_client_sums();
+			ret = map_sums() ?: map_client_sums() ?:
+			      (opt.mode == MODE_QUOTA ? map_usage() : 0);
 		if (ret) {
 			borrowd_bpf__destroy(skel);
 			skel = NULL;

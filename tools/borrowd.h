@@ -10,6 +10,7 @@
  *   borrowd_pace.c     --pace, and the watchdog that makes it crash-safe
  *   borrowd_daemons.c  the thread rule: shared daemons and their clients
  *   borrowd_stats.c    the totals: on SIGUSR1, at exit, --stats
+ *   borrowd_usage.c    the quota mode's groups' CPU time, from the BPF programs
  */
 #ifndef BORROWD_H
 #define BORROWD_H
@@ -148,6 +149,10 @@ void find_daemons(void);
 void charge_clients(bool final);
 /* With RESCANNED, the engines' containers are read again too. */
 void scan_daemon_fds(bool rescanned);
+
+/* borrowd_usage.c */
+/* Maps the groups' sums into memory and gives them to the quota mode. */
+int map_usage(void);
 
 /* borrowd_stats.c */
 extern unsigned long long gone_charged_us, gone_failed_us;

@@ -24,8 +24,10 @@
 # writes per second, the quotas lowered at the end, and the quota mode's
 # reads for its writes a second: of nr_periods, looking for a period's
 # start (looks/s), counts of a group's runnable threads (counts/s), and
-# every read of a group's usage (usage/s, nr_periods' included), in its
-# rounds (rounds/s: a round is 100 ms and its work).
+# every read of a group's usage (usage/s, nr_periods' included), the
+# looks its rounds spared where the BPF programs' count of a group's runs
+# showed nothing a look could pay (spared/s), in its rounds (rounds/s: a
+# round is 100 ms and its work).
 set -uo pipefail
 
 secs=10 logging=0 mode=auto quota=50000 work=5000 daemon=() settle=12
@@ -121,9 +123,9 @@ sysctl -qw kernel.bpf_stats_enabled=1 || echo "# no kernel.bpf_stats_enabled: BP
 echo "# kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup), $(nproc) CPUs; borrowd --mode $mode;" \
 	"quotas $quota us per 100 ms; $logging logging containers (conmon works $work us per 50 ms);" \
 	"${daemon[*]:-no daemon}; over ${secs} s"
-fmt='%10s %8s %11s %11s %11s %14s %10s %10s %8s %8s %10s %8s %8s\n'
+fmt='%10s %8s %11s %11s %11s %14s %10s %10s %8s %8s %10s %8s %9s %8s\n'
 # shellcheck disable=SC2059 # the format is ours
-printf "$fmt" containers logging "CPU (ms/s)" "BPF (ms/s)" "sum (ms/s)" "per 100 (ms/s)" "% of busy" writes/s lowered looks/s counts/s usage/s rounds/s
+printf "$fmt" containers logging "CPU (ms/s)" "BPF (ms/s)" "sum (ms/s)" "per 100 (ms/s)" "% of busy" writes/s lowered looks/s counts/s usage/s spared/s rounds/s
 for n in "$@"; do
 	# The containers made so far stopped while more are made: busy ones
 	# would slow the set-up down (a node is no busier while it starts
@@ -206,6 +208,7 @@ for n in "$@"; do
 	bpf_runs "$run/bpf0"
 	w0=$(stats writes) r0=$(process_runtime "$bpid") b0=$(busy_ns)
 	l0=$(stats period_looks) k0=$(stats runnable_counts) u0=$(stats looks) n0=$(stats rounds)
+	s0=$(stats looks_spared)
 	sleep "$secs"
 	r1=$(process_runtime "$bpid") b1=$(busy_ns)
 	bpf_runs "$run/bpf1"
@@ -213,6 +216,7 @@ for n in "$@"; do
 	sleep 0.5
 	w1=$(stats writes) lowered=$(stats lowered_groups)
 	l1=$(stats period_looks) k1=$(stats runnable_counts) u1=$(stats looks) n1=$(stats rounds)
+	s1=$(stats looks_spared)
 	kill -TERM "$bpid"
 	wait "$bpid"
 	ms=$(((r1 - r0) / 1000 / secs))
@@ -224,7 +228,7 @@ for n in "$@"; do
 		"$(python3 -c "print(f'{($ms / 1000 + $bpf) * 100 / $n:.3f}')")" \
 		"$(python3 -c "print(f'{100 * (($r1 - $r0) + $bpf * 1e6 * $secs) / max($b1 - $b0, 1):.2f}')")" \
 		"$(python3 -c "print(f'{($w1 - $w0) / $secs:.1f}')")" "$lowered" \
-		"$(((l1 - l0) / secs))" "$(((k1 - k0) / secs))" "$(((u1 - u0) / secs))" \
+		"$(((l1 - l0) / secs))" "$(((k1 - k0) / secs))" "$(((u1 - u0) / secs))" "$(((s1 - s0) / secs))" \
 		"$(python3 -c "print(f'{($n1 - $n0) / $secs:.1f}')")"
 	cat "$run/bpf.txt"
 	# What borrowd said of quotas it restored or could not write, if anything.

@@ -237,9 +237,59 @@ static void steady_borrowing_is_paid_with_few_writes(void)
 	EXPECT(a.paid_us <= a.borrowed_us);
 }
 
+/*
+ * A look at a group that cannot be lowered pays only what it left unused:
+ * the usage source's count (its tasks' runs that ended) tells when there
+ * can be a period's quota of that, and only then is a look needed.
+ */
+static void busy_group_spares_its_looks(void)
+{
+	struct bq_acct a = { .quota_us = 1000, .period_us = 100000, .debt_us = 50000 };
+
+	/* A second at its whole quota, or short of it by less than a period's. */
+	EXPECT(bq_may_spare(&a, 1000000, 10000));
+	EXPECT(bq_may_spare(&a, 1000000, 9001));
+	/* A period's quota or more unused: a look may pay it. */
+	EXPECT(!bq_may_spare(&a, 1000000, 9000));
+	EXPECT(!bq_may_spare(&a, 1000000, 0));
+	/* Nothing counted (no source), or too long since the last look. */
+	EXPECT(!bq_may_spare(&a, 1000000, -1));
+	EXPECT(!bq_may_spare(&a, BQ_SPARE_MAX_S * 1000000, 1000000));
+	/* No quota: nothing to judge by. */
+	a.quota_us = -1;
+	EXPECT(!bq_may_spare(&a, 100000, 100000));
+}
+
+/*
+ * Sparing looks defers what a look pays, and the look that comes settles
+ * the whole time since the last: what the group left unused in it pays,
+ * the same as one look at the end of it.
+ */
+static void spared_looks_pay_at_the_next(void)
+{
+	struct bq_acct every = { .quota_us = 1000, .period_us = 100000, .debt_us = 50000 };
+	struct bq_acct spared = every;
+	long long used[10] = { 1000, 1000, 900, 1000, 1000, 1000, 950, 1000, 1000, 0 };
+	long long since = 0, used_since = 0;
+
+	for (int r = 0; r < 10; r++) {
+		bq_pay(&every, 100000, used[r]);
+		since += 100000;
+		used_since += used[r];
+		if (bq_may_spare(&spared, since, used_since))
+			continue;
+		bq_pay(&spared, since, used_since);
+		since = 0;
+		used_since = 0;
+	}
+	/* Spared while it left 150 us unused; its idle round pays at once. */
+	EXPECT_EQ(spared.paid_us, 1150);
+	EXPECT_EQ(every.paid_us, 1150);
+}
+
 int main(void)
 {
-	printf("TAP version 13\n1..9\n");
+	printf("TAP version 13\n1..11\n");
 	run("bound_is_a_second_of_quota", bound_is_a_second_of_quota);
 	run("take_drops_beyond_the_bound", take_drops_beyond_the_bound);
 	run("parent_owes_what_the_child_took", parent_owes_what_the_child_took);
@@ -250,6 +300,8 @@ int main(void)
 	run("writes_only_when_needed", writes_only_when_needed);
 	run("steady_borrowing_is_paid_with_few_writes",
 	    steady_borrowing_is_paid_with_few_writes);
+	run("busy_group_spares_its_looks", busy_group_spares_its_looks);
+	run("spared_looks_pay_at_the_next", spared_looks_pay_at_the_next);
 	printf("# totals: pass:%d fail:%d\n", nr_tests - nr_failed, nr_failed);
 	return nr_failed ? 1 : 0;
 }
