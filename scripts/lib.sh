@@ -773,16 +773,17 @@ message_name() {
 # (PATCH..., and the other bases' in kernel/) has; else says what differs
 # and fails (EXPORT: the command that regenerates the series).
 check_series_messages() {
-	local msgs=$1 export=$2 p f subject status=0
+	local msgs=$1 export=$2 p f msg subject status=0
 	shift 2
 	local -A used=()
 	for p in "$@"; do
-		subject=$(patch_message "$p" | head -n1)
+		msg=$(patch_message "$p")
+		subject=${msg%%$'\n'*}
 		f=$(message_file "$msgs" "$subject")
 		if [[ -z $f ]]; then
 			log "${p##*/}: no file in ${msgs#"$CFSB_ROOT"/} holds its message"
 			status=1
-		elif ! cmp -s <(patch_message "$p") "$f"; then
+		elif ! cmp -s <(printf '%s\n' "$msg") "$f"; then
 			log "${p##*/}: its message is not ${f#"$CFSB_ROOT"/}'s"
 			status=1
 		fi

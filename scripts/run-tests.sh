@@ -400,10 +400,9 @@ if ((thorough)); then
 	icount_jobs=(nerdctl-unit tools-stock-v1 tools-stock-v2 engines-stock)
 	icount_patched_jobs=(static-checks study-quick kunit-i386 engines-patched test-cpu)
 else
-	icount_jobs=()
-	icount_patched_jobs=(static-checks kunit-i386 engines-patched nerdctl-unit tools-stock-v1
+	icount_jobs=(static-checks kunit-i386 engines-patched nerdctl-unit tools-stock-v1
 		test-cpu tools-stock-v2 engines-stock)
-	touch "$results/.patched-ready"
+	icount_patched_jobs=()
 fi
 icount_job() {
 	case $1 in
@@ -583,8 +582,8 @@ icount_worker 2
 cat "$results"/icount-*.log
 
 # --- 8. the noisy-logging study, quick tier: the pipeline end to end ------
-# (--thorough: 17 minutes of VMs a hierarchy, beyond the hour a fresh
-# machine's run takes; scripts/demo.sh runs it too.)
+# (--thorough: 17 minutes of VMs a hierarchy, which a fresh machine's run
+# cannot spare; scripts/demo.sh runs it too.)
 study_files=()
 if ((thorough)); then
 	log "experiments/noisy_logging.sh --quick (run by the workers above): its check"
