@@ -298,16 +298,26 @@ static void look(struct bq_group *q, bool periods)
 }
 
 /*
- * Whether the round may spare its look at Q: it cannot be lowered, nothing
- * of it changes at a look but what it paid, and the usage source's bound
- * shows that it left less than a period's quota unused since its last.
+ * Q cannot be lowered, and nothing of it changes at a look but what it
+ * pays: no lowering in effect or decided, no write of its quota since its
+ * last look. A look at it may then wait (slow_looks(), spare_look()).
+ */
+static bool look_may_wait(const struct bq_group *q)
+{
+	return q->unlowerable && !q->a.lowered_us && !q->pending && !q->wrote &&
+	       !q->touched;
+}
+
+/*
+ * Whether the round may spare its look at Q: a look may wait, and the
+ * usage source's count shows that it left less than a period's quota
+ * unused since its last.
  */
 static bool spare_look(struct bq_group *q, double now)
 {
 	long long lower;
 
-	if (q->usage_slot < 0 || q->lower_us < 0 || !q->unlowerable ||
-	    q->a.lowered_us || q->pending || q->wrote || q->touched)
+	if (q->usage_slot < 0 || !look_may_wait(q))
 		return false;
 	lower = usage_src->read_ns(q->usage_slot) / 1000;
 	return bq_may_spare(&q->a, (now - q->t) * 1e6, lower - q->lower_us);
@@ -592,7 +602,6 @@ static struct bq_group *get_group(const char *path, int *err)
 	q->limited = quota > 0;
 	q->written_us = -1;
 	q->usage_slot = -1;
-	q->lower_us = -1;
 	/*
 	 * Limited v2 groups of a v2 hierarchy (the programs' ids are its
 	 * groups'): those a look may pay.
@@ -902,8 +911,7 @@ static void settle(struct bq_group *q)
  */
 static bool slow_looks(const struct bq_group *q, double now)
 {
-	return q->slow && q->unlowerable && !q->a.lowered_us && !q->pending &&
-	       !q->wrote && !q->touched && now - q->t < BQ_SLOW_LOOK_S;
+	return q->slow && look_may_wait(q) && now - q->t < BQ_SLOW_LOOK_S;
 }
 
 /* Whether Q paid little enough at this look to be looked at once a second. */

@@ -122,11 +122,10 @@ struct {
 } usage_ns SEC(".maps");
 
 /*
- * How many groups usage_ids holds (none: the switch skips it all), and the
- * levels of the shallowest and deepest; the agent sets them.
+ * The levels of the shallowest and the deepest group usage_ids holds, 0
+ * while it holds none (the switch skips it all); the agent sets them.
  */
-volatile __u32 usage_groups;
-volatile __u32 usage_level_min = 1, usage_level_max = USAGE_MAX_LEVEL;
+volatile __u32 usage_level_min, usage_level_max;
 
 /* Per client id: the daemon CPU time spent for it, in ns (mapped, as sums). */
 struct {
@@ -287,7 +286,7 @@ int borrowd_switch(struct sched_switch_args *ctx)
 			if (t && ctx->prev_state && !(ctx->prev_state & SWITCH_PREEMPTED))
 				daemon_boundary(t);
 		}
-		if (usage_groups)
+		if (usage_level_max)
 			group_usage(now - run->start);
 	}
 	run->start = now;

@@ -21,7 +21,10 @@ static bool slot_used[MAX_USAGE_GROUPS];
 static int slot_level[MAX_USAGE_GROUPS];
 static int next_slot, per_level[USAGE_MAX_LEVEL + 1];
 
-/* The levels the programs look at: from the shallowest group's to the deepest's. */
+/*
+ * The levels the programs look at: from the shallowest group's to the
+ * deepest's; none (0) while no group is tracked.
+ */
 static void set_levels(void)
 {
 	int lo = 0, hi = 0;
@@ -32,8 +35,8 @@ static void set_levels(void)
 		lo = lo ? lo : l;
 		hi = l;
 	}
-	skel->data->usage_level_min = lo ? lo : 1;
-	skel->data->usage_level_max = hi;
+	skel->bss->usage_level_min = lo;
+	skel->bss->usage_level_max = hi;
 }
 
 static int track(unsigned long long id, int level)
@@ -62,7 +65,6 @@ static int track(unsigned long long id, int level)
 		next_slot = slot + 1;
 		per_level[level]++;
 		set_levels();
-		skel->bss->usage_groups++;
 		return slot;
 	}
 	return -ENOSPC;
@@ -81,7 +83,6 @@ static void untrack(int slot, unsigned long long id)
 	slot_used[slot] = false;
 	per_level[slot_level[slot]]--;
 	set_levels();
-	skel->bss->usage_groups--;
 }
 
 static const struct bq_usage_source source = {
