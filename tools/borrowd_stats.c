@@ -7,10 +7,14 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "borrow_quota.h"
 #include "borrowd.h"
+#include "borrowd.skel.h"
 
 /* Charges of rules and clients that are gone: for the totals. */
 unsigned long long gone_charged_us, gone_failed_us;
@@ -49,11 +53,47 @@ void print_totals(void)
 		bq_print(stderr);
 }
 
-/* --stats: the totals as JSON, replaced whole (written aside, renamed). */
+/*
+ * The BPF programs' run time and runs as the kernel counts them (with
+ * kernel.bpf_stats_enabled; 0 without), as "bpf_run_time_ns",
+ * "bpf_run_cnt" and per program: the agent's cost in the kernel, read at
+ * the moment its own CPU time is, so that the two divide by one interval.
+ */
+static void bpf_json(FILE *f)
+{
+	unsigned long long run_ns = 0, runs = 0;
+	struct bpf_program *prog;
+	bool first = true;
+
+	fprintf(f, ", \"bpf_programs\": {");
+	bpf_object__for_each_program(prog, skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		fprintf(f, "%s\"%s\": {\"run_time_ns\": %llu, \"run_cnt\": %llu}",
+			first ? "" : ", ", bpf_program__name(prog),
+			(unsigned long long)info.run_time_ns, (unsigned long long)info.run_cnt);
+		first = false;
+		run_ns += info.run_time_ns;
+		runs += info.run_cnt;
+	}
+	fprintf(f, "}, \"bpf_run_time_ns\": %llu, \"bpf_run_cnt\": %llu", run_ns, runs);
+}
+
+/*
+ * --stats: the totals as JSON, replaced whole (written aside, renamed).
+ * "time_s" is CLOCK_MONOTONIC when they were taken: rates over two files
+ * divide by the time between them, not by the time between the signals
+ * that asked for them (on a busy node the signal's sender may run late).
+ */
 void write_stats(void)
 {
 	unsigned long long charged = gone_charged_us, failed = gone_failed_us;
 	char tmp[PATH_MAX + 8];
+	struct timespec ts;
 	struct rusage ru;
 	FILE *f;
 
@@ -67,6 +107,7 @@ void write_stats(void)
 		charged += clients[i].acct.charged_us;
 		failed += clients[i].acct.failed_us;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	getrusage(RUSAGE_SELF, &ru);
 	snprintf(tmp, sizeof(tmp), "%s.new", opt.stats);
 	f = fopen(tmp, "we");
@@ -74,10 +115,13 @@ void write_stats(void)
 		msg("%s: %s", tmp, strerror(errno));
 		return;
 	}
-	fprintf(f, "{\"mode\": \"%s\", \"charged_us\": %llu, \"failed_us\": %llu, \"cpu_us\": %lld",
-		mode_names[opt.mode], charged, failed,
+	fprintf(f, "{\"mode\": \"%s\", \"time_s\": %lld.%09ld, \"charged_us\": %llu, "
+		"\"failed_us\": %llu, \"cpu_us\": %lld",
+		mode_names[opt.mode], (long long)ts.tv_sec, ts.tv_nsec, charged, failed,
 		(long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
 		ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+	if (skel)
+		bpf_json(f);
 	if (opt.mode == MODE_QUOTA) {
 		fprintf(f, ", ");
 		bq_json(f);

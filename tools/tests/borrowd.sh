@@ -211,6 +211,44 @@ groups = json.load(open(sys.argv[1]))["groups"]
 print(sum(g["borrowed_us"] + g["dropped_us"] for g in groups if g["path"] == sys.argv[2]))' \
 		"$bstats" "/$1"
 }
+# stats_clock_tests: the running borrowd's ($bpid) --stats carry the time
+# they were taken (CLOCK_MONOTONIC) and its BPF programs' run time and runs
+# at that time (with kernel.bpf_stats_enabled): two files taken a second
+# apart are as far apart as the signals asking for them and the files'
+# appearance allow, and bpftool's count of borrowd_switch's runs read
+# between them lies between theirs. Rates over two files divide by their
+# own times, which a busy node cannot stretch.
+stats_clock_tests() {
+	local was k0 f0 k1 f1 t0 t1 n0 n1 ns0 ns1 seen apart
+	was=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -qw kernel.bpf_stats_enabled=1
+	k0=${EPOCHREALTIME/./}
+	stats_now
+	f0=${EPOCHREALTIME/./}
+	cp "$bstats" "$tmp/stats0.json"
+	sleep 0.5
+	seen=$(bpftool --json prog show name borrowd_switch 2>/dev/null |
+		python3 -c 'import json, sys; p = json.load(sys.stdin); print((p[0] if isinstance(p, list) else p)["run_cnt"])')
+	sleep 0.5
+	k1=${EPOCHREALTIME/./}
+	stats_now
+	f1=${EPOCHREALTIME/./}
+	sysctl -qw kernel.bpf_stats_enabled="$was"
+	read -r t0 n0 ns0 < <(stats_fields "$tmp/stats0.json" time_s bpf_run_cnt bpf_run_time_ns)
+	read -r t1 n1 ns1 < <(stats_fields "$bstats" time_s bpf_run_cnt bpf_run_time_ns)
+	apart=$(python3 -c "print(round(($t1 - $t0) * 1e6))" 2>/dev/null)
+	info "--stats, 1 s of sleep between the signals: $apart us between the files' times (signals $((k1 - f0)) to $((f1 - k0)) us apart);" \
+		"borrowd_switch ran $seen times by bpftool, the files' programs $n0 and $n1"
+	check "--stats: the time between two files lies between their signals' and their appearances' (1 ms more)" \
+		'[[ -n $apart && $apart -ge $((k1 - f0 - 1000)) && $apart -le $((f1 - k0 + 1000)) ]]'
+	check "--stats: the BPF programs' runs as bpftool counts them at a time between the files'" \
+		'[[ -n $seen && -n $n0 && $ns1 -gt ${ns0:-0} ]] && python3 -c "
+import json, sys
+a, b = (json.load(open(f))[\"bpf_programs\"] for f in sys.argv[1:3])
+s = int(sys.argv[3])
+sys.exit(not (a[\"borrowd_switch\"][\"run_cnt\"] <= s <= b[\"borrowd_switch\"][\"run_cnt\"]
+              and sum(p[\"run_cnt\"] for p in b.values()) == $n1))" "$tmp/stats0.json" "$bstats" "$seen"'
+}
 # runtime PID: the process's CPU time as the scheduler counts it (ns).
 runtime() { cut -d' ' -f1 "/proc/$1/schedstat"; }
 # wait_for FILE TEXT [SEC]: until FILE has TEXT (SEC, 10 s, at most).
@@ -319,6 +357,7 @@ guest_tests() {
 	check "bpftool map lists its workers map" '[[ $out == *"hash"*"workers"* ]]'
 
 	run_window $client 3
+	stats_clock_tests
 	# The final charge at exit.
 	kill -TERM "$bpid"
 	wait "$bpid"
@@ -1489,6 +1528,7 @@ owing_reads() {
 quota_reads_tests() {
 	local clients=6 rounds most R W N r0 w0 n0 each=1
 	owing_reads "$clients" qr 10000 "$tmp/quota8.log" 3
+	stats_clock_tests
 	kill -TERM "$bpid"
 	wait "$bpid" || rc=1
 	rounds=$((${N:-0} - ${n0:-0}))

@@ -27,7 +27,11 @@
 # every read of a group's usage (usage/s, nr_periods' included), the
 # looks its rounds spared where the BPF programs' count of a group's runs
 # showed nothing a look could pay (spared/s), in its rounds (rounds/s: a
-# round is 100 ms and its work).
+# round is its work and 100 ms of sleep), and the window (s) the rates
+# divide by: the time between the two --stats files the numbers come from
+# (borrowd's CPU time, its programs' run time and its counts, each taken at
+# once), not the time asked for, which a busy guest stretches. Exits 1
+# when a line's rounds exceed what its window allows.
 set -uo pipefail
 
 secs=10 logging=0 mode=auto quota=50000 work=5000 daemon=() settle=12
@@ -58,6 +62,7 @@ cg=/sys/fs/cgroup
 [[ -e $cg/cgroup.controllers ]] || cg=/sys/fs/cgroup/cpu
 pids=()
 stats_was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
@@ -68,40 +73,58 @@ cleanup() {
 trap cleanup EXIT
 
 
-# stats KEY: a number from borrowd's --stats (0 if it has none).
-stats() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$run/stats.json" "$1"; }
-# bpf_runs FILE: each of borrowd's BPF programs' name, run time (ns) and
-# runs so far, into FILE (as the kernel counts them with bpf_stats_enabled).
-bpf_runs() {
-	bpftool --json prog show | python3 -c '
-import json, sys
-for p in json.load(sys.stdin):
-    if p.get("name", "").startswith("borrowd_"):
-        print(p["name"], p.get("run_time_ns", 0), p.get("run_cnt", 0))' >"$1"
-}
-# bpf_report BEFORE AFTER SECS: the programs' run time in ms/s, on stdout;
-# per program, its runs/s and ns/run on stderr.
-bpf_report() {
-	python3 - "$@" <<'PY'
-import sys
-def load(f):
-    return {n: (int(t), int(c)) for n, t, c in (l.split() for l in open(f))}
-a, b, secs = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3])
-total = 0
-for name, (t, c) in sorted(b.items()):
-    t0, c0 = a.get(name, (0, 0))
-    total += t - t0
-    runs = c - c0
-    print(f"# bpf {name}: {runs / secs:.0f} runs/s, "
-          f"{(t - t0) / max(runs, 1):.0f} ns/run", file=sys.stderr)
-print(f"{total / 1e6 / secs:.3f}")
-PY
-}
-# busy_ns: the CPU time all CPUs spent on anything but idling (ns).
-busy_ns() {
+# The CPU time's unit in /proc/stat, read once: nothing in a window forks.
+clk_tck=$(getconf CLK_TCK)
+# snap FILE: borrowd's totals now, into FILE: its --stats (SIGUSR1), which
+# carry the time they were taken, its CPU time and its BPF programs' run
+# time at that time; in BUSY the CPU time all CPUs spent on anything but
+# idling (ns) at the signal. Builtins only from the read of /proc/stat to
+# the signal: on a busy guest a forked command runs late (a python3 among
+# 200 busy tasks takes seconds), and rates divide by the files' own times,
+# not by the time asked for.
+snap() {
 	local user nice system irq softirq steal
+	rm -f "$run/stats.json"
 	read -r _ user nice system _ _ irq softirq steal _ </proc/stat
-	echo $(((user + nice + system + irq + softirq + steal) * 1000000000 / $(getconf CLK_TCK)))
+	kill -USR1 "$bpid"
+	BUSY=$(((user + nice + system + irq + softirq + steal) * 1000000000 / clk_tck))
+	until [[ -s $run/stats.json ]]; do read -r -t 0.01 -u 8; done
+	mv "$run/stats.json" "$1"
+}
+# report BEFORE AFTER BUSY0 BUSY1 N M: the table's line from two snaps, on
+# stdout; per program, its runs/s and ns/run, and the window, on stderr.
+# Fails when the quota mode ran more rounds than its sleeps allow (a
+# round, then --interval-ms 100 of sleep; a signal cuts one sleep short):
+# rates over a window that is not the files' own.
+report() {
+	python3 - "$@" "$fmt" <<'PY'
+import json
+import sys
+
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+busy0, busy1, n, m = (int(x) for x in sys.argv[3:7])
+fmt = sys.argv[7].replace("\\n", "")
+secs = b["time_s"] - a["time_s"]
+cpu_ms = (b["cpu_us"] - a["cpu_us"]) / 1e3 / secs
+bpf_ms = (b.get("bpf_run_time_ns", 0) - a.get("bpf_run_time_ns", 0)) / 1e6 / secs
+share = 100 * (cpu_ms + bpf_ms) * secs * 1e6 / max(busy1 - busy0, 1)
+def rate(key):
+    return (b.get(key, 0) - a.get(key, 0)) / secs
+print(fmt % (n, min(m, n), f"{cpu_ms:.3f}", f"{bpf_ms:.3f}", f"{cpu_ms + bpf_ms:.3f}",
+             f"{(cpu_ms + bpf_ms) * 100 / n:.3f}", f"{share:.2f}", f"{rate('writes'):.1f}",
+             b.get("lowered_groups", 0), f"{rate('period_looks'):.0f}",
+             f"{rate('runnable_counts'):.0f}", f"{rate('looks'):.0f}",
+             f"{rate('looks_spared'):.0f}", f"{rate('rounds'):.1f}", f"{secs:.3f}"))
+for name, p in sorted(b.get("bpf_programs", {}).items()):
+    q = a.get("bpf_programs", {}).get(name, {"run_time_ns": 0, "run_cnt": 0})
+    runs = p["run_cnt"] - q["run_cnt"]
+    print(f"# bpf {name}: {runs / secs:.0f} runs/s, "
+          f"{(p['run_time_ns'] - q['run_time_ns']) / max(runs, 1):.0f} ns/run", file=sys.stderr)
+rounds = b.get("rounds", 0) - a.get("rounds", 0)
+if rounds > secs * 10 + 2:
+    print(f"# {rounds} rounds in {secs:.3f} s: more than its sleeps allow", file=sys.stderr)
+    sys.exit(1)
+PY
 }
 
 # userdata N: container N's directory in Podman's metadata, into $dir.
@@ -116,16 +139,16 @@ set_quota() {
 	fi
 }
 
-made=0 inits=0
+made=0 inits=0 status=0
 mkfifo "$run/never"
 exec 8<>"$run/never"
 sysctl -qw kernel.bpf_stats_enabled=1 || echo "# no kernel.bpf_stats_enabled: BPF run time 0"
 echo "# kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup), $(nproc) CPUs; borrowd --mode $mode;" \
 	"quotas $quota us per 100 ms; $logging logging containers (conmon works $work us per 50 ms);" \
 	"${daemon[*]:-no daemon}; over ${secs} s"
-fmt='%10s %8s %11s %11s %11s %14s %10s %10s %8s %8s %10s %8s %9s %8s\n'
+fmt='%10s %8s %11s %11s %11s %14s %10s %10s %8s %8s %10s %8s %9s %8s %9s\n'
 # shellcheck disable=SC2059 # the format is ours
-printf "$fmt" containers logging "CPU (ms/s)" "BPF (ms/s)" "sum (ms/s)" "per 100 (ms/s)" "% of busy" writes/s lowered looks/s counts/s usage/s spared/s rounds/s
+printf "$fmt" containers logging "CPU (ms/s)" "BPF (ms/s)" "sum (ms/s)" "per 100 (ms/s)" "% of busy" writes/s lowered looks/s counts/s usage/s spared/s rounds/s "window (s)"
 for n in "$@"; do
 	# The containers made so far stopped while more are made: busy ones
 	# would slow the set-up down (a node is no busier while it starts
@@ -203,34 +226,16 @@ for n in "$@"; do
 	done
 	found=${EPOCHREALTIME/./}
 	while ((${EPOCHREALTIME/./} < found + settle * 1000000)); do read -r -t 0.5 -u 8; done
-	kill -USR1 "$bpid"
-	sleep 0.5
-	bpf_runs "$run/bpf0"
-	w0=$(stats writes) r0=$(process_runtime "$bpid") b0=$(busy_ns)
-	l0=$(stats period_looks) k0=$(stats runnable_counts) u0=$(stats looks) n0=$(stats rounds)
-	s0=$(stats looks_spared)
-	sleep "$secs"
-	r1=$(process_runtime "$bpid") b1=$(busy_ns)
-	bpf_runs "$run/bpf1"
-	kill -USR1 "$bpid"
-	sleep 0.5
-	w1=$(stats writes) lowered=$(stats lowered_groups)
-	l1=$(stats period_looks) k1=$(stats runnable_counts) u1=$(stats looks) n1=$(stats rounds)
-	s1=$(stats looks_spared)
+	snap "$run/stats0.json"
+	b0=$BUSY
+	read -r -t "$secs" -u 8
+	snap "$run/stats1.json"
+	b1=$BUSY
 	kill -TERM "$bpid"
 	wait "$bpid"
-	ms=$(((r1 - r0) / 1000 / secs))
-	bpf=$(bpf_report "$run/bpf0" "$run/bpf1" "$secs" 2>"$run/bpf.txt")
-	# shellcheck disable=SC2059 # the format is ours
-	printf "$fmt" "$n" "$((logging < n ? logging : n))" \
-		"$((ms / 1000)).$(printf %03d $((ms % 1000)))" "$bpf" \
-		"$(python3 -c "print(f'{$ms / 1000 + $bpf:.3f}')")" \
-		"$(python3 -c "print(f'{($ms / 1000 + $bpf) * 100 / $n:.3f}')")" \
-		"$(python3 -c "print(f'{100 * (($r1 - $r0) + $bpf * 1e6 * $secs) / max($b1 - $b0, 1):.2f}')")" \
-		"$(python3 -c "print(f'{($w1 - $w0) / $secs:.1f}')")" "$lowered" \
-		"$(((l1 - l0) / secs))" "$(((k1 - k0) / secs))" "$(((u1 - u0) / secs))" "$(((s1 - s0) / secs))" \
-		"$(python3 -c "print(f'{($n1 - $n0) / $secs:.1f}')")"
+	report "$run/stats0.json" "$run/stats1.json" "$b0" "$b1" "$n" "$logging" 2>"$run/bpf.txt" || status=1
 	cat "$run/bpf.txt"
 	# What borrowd said of quotas it restored or could not write, if anything.
 	grep "restored\|cannot" "$run/borrowd.log" | sed 's/^/# /' | head -5 || true
 done
+exit "$status"

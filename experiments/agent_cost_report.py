@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""borrowd's cost per cell, from the logs of tools/tests/overhead-in-guest.sh.
+
+    experiments/agent_cost_report.py LOG...
+
+Each LOG is one boot's output: its first line names the kernel, borrowd's
+mode, the quotas and the logging containers; each line of its table is one
+number of containers. Lines of the same kernel, mode, quotas, logging and
+containers are one cell, over boots. Prints a Markdown table on stdout:
+per cell the mean of each column and the half-width of its 95 % interval
+across boots (Student t, df = boots - 1; "-" with one boot). Exits 1 when a
+log has no table, says its run failed, or a line is not the table's.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from noisy_logging_report import mean_ci
+
+HEADER = re.compile(
+    r"^# kernel (?P<kernel>\S+), cgroup \S+, (?P<cpus>\d+) CPUs; borrowd --mode (?P<mode>\w+); "
+    r"quotas (?P<quota>\d+) us per 100 ms; (?P<logging>\d+) logging containers "
+    r"\(conmon works (?P<work>\d+) us per 50 ms\)"
+)
+COLUMNS = (
+    "containers", "logging", "cpu", "bpf", "sum", "per100", "share", "writes",
+    "lowered", "looks", "counts", "usage", "spared", "rounds", "window",
+)  # fmt: skip
+SHOWN = (
+    ("cpu", "borrowd (ms/s)", 3),
+    ("bpf", "BPF (ms/s)", 3),
+    ("sum", "sum (ms/s)", 3),
+    ("share", "% of busy", 2),
+    ("writes", "quota writes/s", 1),
+    ("usage", "usage reads/s", 0),
+    ("rounds", "rounds/s", 1),
+    ("window", "window (s)", 2),
+)
+
+Cell = tuple[str, str, str, int, int, int]
+
+
+def read_log(path: Path) -> list[tuple[Cell, dict[str, float]]]:
+    lines = path.read_text().splitlines()
+    head = HEADER.match(lines[0]) if lines else None
+    if not head:
+        raise ValueError(f"{path}: no overhead-in-guest.sh header")
+    if any(line.startswith("rc=") and not line.startswith("rc=0") for line in lines):
+        raise ValueError(f"{path}: the run failed")
+    rows = []
+    for line in lines[2:]:
+        if line.startswith("#") or line.startswith("rc=") or not line.strip():
+            continue
+        fields = line.split()
+        if len(fields) != len(COLUMNS) or not fields[0].isdigit():
+            continue
+        values = dict(zip(COLUMNS, (float(f) for f in fields), strict=True))
+        cell = (head["kernel"], head["mode"], head["cpus"], int(head["quota"]),
+                int(head["work"]), int(values["containers"]))  # fmt: skip
+        values["logging_asked"] = int(head["logging"])
+        rows.append((cell, values))
+    if not rows:
+        raise ValueError(f"{path}: no line of the table")
+    return rows
+
+
+def fmt(xs: list[float], digits: int) -> str:
+    m, half = mean_ci(xs)
+    assert m is not None
+    return f"{m:.{digits}f}" + ("" if half is None else f" ± {half:.{digits}f}")
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if argv else 2
+    cells: dict[tuple[Cell, int], list[dict[str, float]]] = {}
+    try:
+        for arg in argv:
+            for cell, values in read_log(Path(arg)):
+                cells.setdefault((cell, int(values["logging"])), []).append(values)
+    except (OSError, ValueError) as e:
+        print(f"agent_cost_report.py: {e}", file=sys.stderr)
+        return 1
+    print("| kernel | mode | CPUs | quota (us) | containers | logging | "
+          + " | ".join(title for _, title, _ in SHOWN) + " | boots |")  # fmt: skip
+    print("| --- | --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in SHOWN) + " | ---: |")
+    for (cell, logging), rows in sorted(cells.items(), key=lambda c: (c[0][0][1], c[0][1], c[0][0][5])):
+        kernel, mode, cpus, quota, _, containers = cell
+        cols = [fmt([r[key] for r in rows], digits) for key, _, digits in SHOWN]
+        print(f"| {kernel} | {mode} | {cpus} | {quota} | {containers} | {logging} | " + " | ".join(cols)
+              + f" | {len(rows)} |")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
