@@ -14,6 +14,7 @@ log has no table, says its run failed, or a line is not the table's.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from pathlib import Path
@@ -58,7 +59,10 @@ def read_log(path: Path) -> list[tuple[Cell, dict[str, float]]]:
         fields = line.split()
         if len(fields) != len(COLUMNS) or not fields[0].isdigit():
             continue
-        values = dict(zip(COLUMNS, (float(f) for f in fields), strict=True))
+        values = dict(zip(COLUMNS, (float("nan") if f == "-" else float(f) for f in fields), strict=True))
+        if values["logging"] == 0:
+            # The guest busy for a few 10 ms ticks a second: no share.
+            values["share"] = float("nan")
         cell = (head["kernel"], head["mode"], head["cpus"], int(head["quota"]),
                 int(head["work"]), int(values["containers"]))  # fmt: skip
         values["logging_asked"] = int(head["logging"])
@@ -69,6 +73,8 @@ def read_log(path: Path) -> list[tuple[Cell, dict[str, float]]]:
 
 
 def fmt(xs: list[float], digits: int) -> str:
+    if any(math.isnan(x) for x in xs):
+        return "-"
     m, half = mean_ci(xs)
     assert m is not None
     return f"{m:.{digits}f}" + ("" if half is None else f" ± {half:.{digits}f}")

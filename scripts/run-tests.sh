@@ -24,7 +24,8 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      the kernel source's version (scripts/check-kernel-source.sh: the
      pin, the archive's newest of its major.minor once the pin is gone,
      CFSB_KERNEL_SOURCE_VERSION, the tree made again for another version;
-     seconds, no network);
+     seconds, no network); the agent's cost table against its raw logs
+     (experiments/agent_cost_report.py);
   2. builds the stock and the patched kernel (scripts/kernel-build.sh) and the
      selftests (selftests/Makefile);
   3. scripts/vm-run.sh itself: output and exit status pass through; in the
@@ -188,6 +189,9 @@ static_checks() {
 			n=$((n + 1))
 			echo "ok $n ruff check and format # SKIP ruff is not installed and pip could not install it"
 		fi
+		check "experiments/results/agent-cost/table.md is what agent_cost_report.py makes of its raw/" \
+			bash -c "cd '$CFSB_ROOT/experiments/results/agent-cost' &&
+			diff -u table.md <('$CFSB_ROOT/experiments/agent_cost_report.py' raw/*.log)"
 		# The tools are userspace: volatile sig_atomic_t is right there,
 		# the kernel's __printf() does not exist, and usage texts split.
 		check "checkpatch --strict on the tools' C (but the kernel-only rules)" \

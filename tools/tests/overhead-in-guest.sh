@@ -107,11 +107,14 @@ fmt = sys.argv[7].replace("\\n", "")
 secs = b["time_s"] - a["time_s"]
 cpu_ms = (b["cpu_us"] - a["cpu_us"]) / 1e3 / secs
 bpf_ms = (b.get("bpf_run_time_ns", 0) - a.get("bpf_run_time_ns", 0)) / 1e6 / secs
-share = 100 * (cpu_ms + bpf_ms) * secs * 1e6 / max(busy1 - busy0, 1)
+# /proc/stat counts in ticks (10 ms): a share of less than 1 s of busy
+# time (a quiet guest) would say nothing.
+busy = busy1 - busy0
+share = f"{100 * (cpu_ms + bpf_ms) * secs * 1e6 / busy:.2f}" if busy >= 1e9 else "-"
 def rate(key):
     return (b.get(key, 0) - a.get(key, 0)) / secs
 print(fmt % (n, min(m, n), f"{cpu_ms:.3f}", f"{bpf_ms:.3f}", f"{cpu_ms + bpf_ms:.3f}",
-             f"{(cpu_ms + bpf_ms) * 100 / n:.3f}", f"{share:.2f}", f"{rate('writes'):.1f}",
+             f"{(cpu_ms + bpf_ms) * 100 / n:.3f}", share, f"{rate('writes'):.1f}",
              b.get("lowered_groups", 0), f"{rate('period_looks'):.0f}",
              f"{rate('runnable_counts'):.0f}", f"{rate('looks'):.0f}",
              f"{rate('looks_spared'):.0f}", f"{rate('rounds'):.1f}", f"{secs:.3f}"))
