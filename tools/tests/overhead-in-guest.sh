@@ -83,12 +83,19 @@ clk_tck=$(getconf CLK_TCK)
 # 200 busy tasks takes seconds), and rates divide by the files' own times,
 # not by the time asked for.
 snap() {
-	local user nice system irq softirq steal
+	local user nice system irq softirq steal i
 	rm -f "$run/stats.json"
 	read -r _ user nice system _ _ irq softirq steal _ </proc/stat
 	kill -USR1 "$bpid"
 	BUSY=$(((user + nice + system + irq + softirq + steal) * 1000000000 / clk_tck))
-	until [[ -s $run/stats.json ]]; do read -r -t 0.01 -u 8; done
+	for ((i = 0; i < 6000; i++)); do
+		[[ -s $run/stats.json ]] && break
+		read -r -t 0.01 -u 8
+	done
+	[[ -s $run/stats.json ]] || {
+		echo "# borrowd wrote no --stats in 60 s of SIGUSR1: $(tail -3 "$run/borrowd.log")" >&2
+		exit 1
+	}
 	mv "$run/stats.json" "$1"
 }
 # report BEFORE AFTER BUSY0 BUSY1 N M: the table's line from two snaps, on
