@@ -281,7 +281,8 @@ build_kernel() {
 		log "the packages are up to date: $(image_deb)"
 		return 0
 	fi
-	ensure_packages dpkg-dev rsync
+	# debian/rules lists the packages with debhelper's dh_listpackages.
+	ensure_packages dpkg-dev debhelper rsync
 	[[ $debug_info -eq 0 ]] || ensure_packages dwarves
 	version=$(pkgversion)
 	kernel_build_lock
@@ -291,8 +292,9 @@ build_kernel() {
 	# in the tree: they are moved out of it.
 	rm -f "$tree"/*_"$version"_*
 	# LOCALVERSION set and empty: no "+" for a tree that is not at a tag.
-	# DPKG_FLAGS=-d: the build needs what HOST_PACKAGES installs, not
-	# debhelper, which the generated control file names.
+	# DPKG_FLAGS=-d: the build needs what HOST_PACKAGES installs and
+	# debhelper, not every build dependency the generated control file
+	# names.
 	nice -n 10 make -C "$tree" O="$build" -j"$jobs" CC="ccache gcc" LOCALVERSION= DPKG_FLAGS=-d \
 		KDEB_PKGVERSION="$version" KBUILD_BUILD_USER=cfsb KBUILD_BUILD_HOST=host-image \
 		bindeb-pkg >"$build/bindeb-pkg.log" 2>&1 ||
