@@ -583,12 +583,14 @@ if section parent && [[ $manager == cgroupfs ]]; then
 	# A flooder whose logger does not pace (thread mode) keeps the parent
 	# owing all the kernel keeps; a quiet sibling under the same parent
 	# (a numbered line every 100 ms, the last number in a file of its
-	# own) paces by its own part of that debt: its lines are logged as
-	# they come (three in four of them at least, when the window ends),
-	# not held back, however much its own logger costs while it waits.
+	# own, replaced whole by a rename: a write in place truncates it
+	# first, and a read then finds it empty) paces by its own part of
+	# that debt: its lines are logged as they come (three in four of them
+	# at least, when the window ends), not held back, however much its
+	# own logger costs while it waits.
 	id=$(cs_run -d --cpuset-cpus 0 --cgroup-parent /limited --log-opt cpu-charge=thread cfsb/busybox yes)
 	quiet=$(cs_run -d --cpuset-cpus 1 --cgroup-parent /limited cfsb/busybox \
-		sh -c 'i=0; while :; do i=$((i + 1)); echo "$i"; echo "$i" >/tmp/said; sleep 0.1; done')
+		sh -c 'i=0; while :; do i=$((i + 1)); echo "$i"; echo "$i" >/tmp/said.new; mv /tmp/said.new /tmp/said; sleep 0.1; done')
 	cs_nap 5
 	read -r said <"$(rootfs "$quiet")/tmp/said"
 	logged=$(cs_nerdctl logs "$quiet" 2>/dev/null | tail -n 1)
