@@ -6,10 +6,14 @@
 Each LOG is one boot's output: its first line names the kernel, borrowd's
 mode, the quotas and the logging containers; each line of its table is one
 number of containers. Lines of the same kernel, mode, quotas, logging and
-containers are one cell, over boots. Prints a Markdown table on stdout:
-per cell the mean of each column and the half-width of its 95 % interval
-across boots (Student t, df = boots - 1; "-" with one boot). Exits 1 when a
-log has no table, says its run failed, or a line is not the table's.
+containers are one cell, over boots; lines that are not the table's (the
+per-program lines, the shell's messages) are passed over. Prints a
+Markdown table on stdout: per cell the mean of each column and the
+half-width of its 95 % interval across boots (Student t, df = boots - 1;
+the mean alone with one boot); "-" for the share of the guest's busy time
+where no container logs (a quiet guest is busy a few 10 ms ticks a
+second) or a log has none. Exits 1 when a log has no header or no line of
+the table, or says its run failed.
 """
 
 from __future__ import annotations
@@ -65,7 +69,6 @@ def read_log(path: Path) -> list[tuple[Cell, dict[str, float]]]:
             values["share"] = float("nan")
         cell = (head["kernel"], head["mode"], head["cpus"], int(head["quota"]),
                 int(head["work"]), int(values["containers"]))  # fmt: skip
-        values["logging_asked"] = int(head["logging"])
         rows.append((cell, values))
     if not rows:
         raise ValueError(f"{path}: no line of the table")
