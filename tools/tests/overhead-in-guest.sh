@@ -58,8 +58,7 @@ cfsb_guest_only
 source "$root/tools/tests/lib.sh"
 bin=${BORROWD:-$root/.build/tools/borrowd}
 run=$(mktemp -d)
-cg=/sys/fs/cgroup
-[[ -e $cg/cgroup.controllers ]] || cg=/sys/fs/cgroup/cpu
+cg=$(cpu_root)
 pids=()
 stats_was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 # shellcheck disable=SC2317 # run by the EXIT trap
