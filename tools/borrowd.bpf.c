@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * borrowd's accounting: at each context switch, the time the outgoing task
- * ran is added to its process's entry in the workers map, if the agent put
- * one there. The agent reads the sums and charges them to the clients.
+ * borrowd's accounting: each time the kernel accounts a task's CPU time
+ * (sched_stat_runtime: at a tick, a switch, a wake-up on its CPU), that
+ * time is added to its process's entry in the workers map, if the agent
+ * put one there. The agent reads the sums and charges them to the clients.
+ * They are the kernel's own figures, the ones its group's usage adds up:
+ * a switch's timestamps would also count, to a worker that blocks, the
+ * scheduler's work on its CPU after it left (picking the next task,
+ * balancing a CPU about to idle), which nobody's usage counts.
  *
  * Shared daemons (dockerd, containerd's CRI plugin copy every container's
  * logs) have the thread rule: a daemon thread works for a container while
@@ -28,7 +33,8 @@
  *
  * It needs no BTF of the kernel (the project's guest kernel has none): the
  * sched_switch tracepoint's record layout has not changed since 4.x, and
- * the outgoing task is the current one, whose tgid a helper gives.
+ * the outgoing task is the current one, whose tgid a helper gives;
+ * sched_stat_runtime's has two layouts (the agent reads which).
  */
 #include <stdbool.h>
 #include <linux/types.h>
@@ -62,6 +68,30 @@ struct {
 	__type(key, __u32);
 	__type(value, struct worker_sum);
 } sums SEC(".maps");
+
+/*
+ * A worker's thread (by tid): its process and slot. The kernel also
+ * accounts a task's time from another CPU (a wake-up there updates the
+ * running task's), whose record names the thread, not its process: this
+ * finds it. An entry is made at the thread's first time accounted on its
+ * own CPU (a tick at the latest), dropped when a new task gets its tid.
+ */
+struct worker_thread {
+	__u32 tgid;
+	__u32 slot;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);		/* tid */
+	__type(value, struct worker_thread);
+} worker_threads SEC(".maps");
+
+/* Per CPU: since when the task there runs (the daemons' and groups' time). */
+struct cpu_run {
+	__u64 start;	/* bpf_ktime_get_ns() at the switch, 0: unknown */
+};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -254,10 +284,10 @@ static void group_usage(__u64 ns)
 }
 
 /*
- * Every context switch on the machine runs this: a task that is neither a
- * worker nor a daemon costs one hash lookup (two with daemons named), and
- * while the quota mode tracks groups, one per level between its groups'
- * shallowest and deepest.
+ * Every context switch on the machine runs this: a per-CPU store, a hash
+ * lookup with daemons named, and while the quota mode tracks groups, one
+ * per level between its groups' shallowest and deepest. (A worker's time
+ * is borrowd_runtime's.)
  */
 SEC("tracepoint/sched/sched_switch")
 int borrowd_switch(struct sched_switch_args *ctx)
@@ -265,7 +295,6 @@ int borrowd_switch(struct sched_switch_args *ctx)
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 zero = 0, tgid = id >> 32;
 	struct thread_work *t;
-	struct worker_sum *w;
 	struct cpu_run *run;
 
 	run = bpf_map_lookup_elem(&runs, &zero);
@@ -273,14 +302,9 @@ int borrowd_switch(struct sched_switch_args *ctx)
 		return 0;
 	/* Runs that began before the agent attached are not counted. */
 	if (run->start && tgid) {
-		w = worker_of(tgid);
-		if (w) {
-			if (!w->gone) {
-				__sync_fetch_and_add(&w->ns, now - run->start);
-				/* Where it ran: the agent reads it again on a change. */
-				w->cgroup = bpf_get_current_cgroup_id();
-			}
-		} else if (have_daemons && bpf_map_lookup_elem(&daemons, &tgid)) {
+		/* A daemon that is also a worker's process is a worker. */
+		if (have_daemons && bpf_map_lookup_elem(&daemons, &tgid) &&
+		    !worker_of(tgid)) {
 			t = daemon_thread((__u32)id);
 			/* It blocks (it was not preempted): a boundary. */
 			if (t && ctx->prev_state && !(ctx->prev_state & SWITCH_PREEMPTED))
@@ -290,8 +314,93 @@ int borrowd_switch(struct sched_switch_args *ctx)
 			group_usage(now - run->start);
 	}
 	run->start = now;
-	run->tid = ctx->next_pid;
 	return 0;
+}
+
+/*
+ * The sched_stat_runtime record (include/trace/events/sched.h): comm was
+ * an array up to 6.x (and vruntime followed runtime before 6.8), it is a
+ * dynamic string in mainline, which moves pid and runtime. The agent reads
+ * the layout from the event's format and loads the program for it.
+ */
+struct stat_runtime_args {
+	__u64 common;
+	char comm[16];
+	__s32 pid;
+	__u32 pad;
+	__u64 runtime;
+};
+
+struct stat_runtime_args_dynamic {
+	__u64 common;
+	__u32 comm;			/* __data_loc: offset and length */
+	__s32 pid;
+	__u64 runtime;
+};
+
+/*
+ * The kernel accounts NS to task PID (its usage, its groups'): what a
+ * worker's threads run, counted as the kernel counts it. A task that is
+ * neither a worker's nor the running one costs one hash lookup.
+ */
+static __always_inline int worker_runtime(__u32 pid, __u64 ns)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct worker_thread *t, entry;
+	struct worker_sum *w;
+	struct worker *wk;
+	__u32 tgid;
+
+	if (!pid)
+		return 0;
+	if (pid == (__u32)id) {
+		/* The running task's own: its process is the current one. */
+		tgid = id >> 32;
+		wk = bpf_map_lookup_elem(&workers, &tgid);
+		if (!wk)
+			return 0;
+		w = bpf_map_lookup_elem(&sums, &wk->slot);
+		if (!w || w->gone)
+			return 0;
+		__sync_fetch_and_add(&w->ns, ns);
+		/* Where it ran: the agent reads it again on a change. */
+		w->cgroup = bpf_get_current_cgroup_id();
+		t = bpf_map_lookup_elem(&worker_threads, &pid);
+		if (!t || t->tgid != tgid || t->slot != wk->slot) {
+			entry.tgid = tgid;
+			entry.slot = wk->slot;
+			bpf_map_update_elem(&worker_threads, &pid, &entry, BPF_ANY);
+		}
+		return 0;
+	}
+	/* Accounted from another CPU: a worker's thread, if it is known. */
+	t = bpf_map_lookup_elem(&worker_threads, &pid);
+	if (!t)
+		return 0;
+	tgid = t->tgid;
+	wk = bpf_map_lookup_elem(&workers, &tgid);
+	/* Its process is no worker now, or another worker has the slot. */
+	if (!wk || wk->slot != t->slot) {
+		bpf_map_delete_elem(&worker_threads, &pid);
+		return 0;
+	}
+	w = bpf_map_lookup_elem(&sums, &wk->slot);
+	if (w && !w->gone)
+		__sync_fetch_and_add(&w->ns, ns);
+	return 0;
+}
+
+/* One program per layout: the agent loads the kernel's. */
+SEC("tracepoint/sched/sched_stat_runtime")
+int borrowd_runtime(struct stat_runtime_args *ctx)
+{
+	return worker_runtime(ctx->pid, ctx->runtime);
+}
+
+SEC("tracepoint/sched/sched_stat_runtime")
+int borrowd_runtime_dynamic(struct stat_runtime_args_dynamic *ctx)
+{
+	return worker_runtime(ctx->pid, ctx->runtime);
 }
 
 /*
@@ -324,6 +433,8 @@ int borrowd_fork(struct sched_wakeup_new_args *ctx)
 	w = worker_of(pid);
 	if (w)
 		w->gone = 1;
+	/* The tid of a worker's thread that exited: another task's now. */
+	bpf_map_delete_elem(&worker_threads, &pid);
 	if (!have_daemons)
 		return 0;
 	bpf_map_delete_elem(&daemons, &pid);

@@ -46,13 +46,6 @@ struct worker_sum {
 #define MAX_USAGE_GROUPS	4096
 #define USAGE_MAX_LEVEL		16
 
-/* Per CPU: what runs there since when (for a run still in progress). */
-struct cpu_run {
-	__u64 start;	/* bpf_ktime_get_ns() at the switch, 0: unknown */
-	__u32 tid;	/* the task switched to */
-	__u32 pad;
-};
-
 /* A shared daemon's file descriptor that a client's output comes from. */
 struct fd_key {
 	__u32 tgid;

@@ -3,8 +3,8 @@
  * borrowd: charges the CPU time of worker processes to their clients'
  * cpu.cfs.borrowing_us, without changing the workers.
  *
- * A BPF program on sched_switch (borrowd.bpf.c) adds up, per worker
- * process, the time its threads ran. Every period the agent charges what
+ * A BPF program on sched_stat_runtime (borrowd.bpf.c) adds up, per worker
+ * process, the time its threads ran, as the kernel accounts it. Every period the agent charges what
  * each worker ran since the last charge to the worker's client group,
  * naming the worker ("USEC PID") where the kernel takes it, or, once it
  * has exited, the group it ran in ("USEC cgroup=ID"). Workers are
@@ -95,7 +95,7 @@ static const char usage_text[] =
 "       borrowd [--config FILE] [--pace-state FILE] [--quota-state FILE] --resume\n"
 "\n"
 "Charges the CPU time of worker processes to their clients' cgroups. A BPF\n"
-"program on sched_switch accounts each worker's CPU time; every interval\n"
+"program on sched_stat_runtime adds up each worker's CPU time; every interval\n"
 "the agent charges it: to cpu.cfs.borrowing_us on a kernel with the\n"
 "borrowing series (kernel mode), or, on any kernel with CFS bandwidth\n"
 "control, by lowering the client's quota for the next periods and\n"
@@ -499,7 +499,8 @@ static void on_signal(int sig)
 /*
  * A task that runs on a CPU since before the program was attached has no
  * start time there until it is switched out. Visiting every CPU switches
- * each one once, so that the runs in progress are counted from now on.
+ * each one once, so that the runs in progress are counted from now on
+ * (the shared daemons' threads, the quota mode's groups).
  */
 static void visit_cpus(void)
 {
@@ -681,7 +682,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	double start, next_scan = 0, last_scan = -1e9, settle_until = 0;
 	double next_note = 0, next_daemons = 0;
-	int ret;
+	int ret, layout;
 
 	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		usage(stdout);
@@ -733,14 +734,19 @@ int main(int argc, char **argv)
 		msg("cannot read the number of possible CPUs: %s", strerror(-nr_cpus));
 		return 1;
 	}
-	if (alloc_in_progress()) {
-		msg("out of memory");
-		return 1;
+	layout = runtime_record_layout();
+	if (layout < 0) {
+		msg("cannot read sched_stat_runtime's record layout from tracefs: %s%s",
+		    strerror(-layout), layout == -EPROTO ? " (not a layout borrowd knows)" :
+		    " (is tracefs mounted?)");
+		return EXIT_NOFEATURE;
 	}
 	skel = borrowd_bpf__open();
 	if (skel) {
 		skel->rodata->evidence_ns = opt.evidence_us * 1000ULL;
 		skel->rodata->have_daemons = daemons_named();
+		bpf_program__set_autoload(layout ? skel->progs.borrowd_runtime :
+					  skel->progs.borrowd_runtime_dynamic, false);
 		ret = borrowd_bpf__load(skel);
 		if (!ret)
 			ret = map_sums() ?: map_client_sums() ?:
@@ -767,9 +773,19 @@ int main(int argc, char **argv)
 		if (ret)
 			skel->links.borrowd_fork = NULL;
 	}
+	if (!ret) {
+		struct bpf_link **link = layout ? &skel->links.borrowd_runtime_dynamic :
+					       &skel->links.borrowd_runtime;
+
+		*link = bpf_program__attach(layout ? skel->progs.borrowd_runtime_dynamic :
+					    skel->progs.borrowd_runtime);
+		ret = libbpf_get_error(*link);
+		if (ret)
+			*link = NULL;
+	}
 	if (ret) {
-		msg("cannot attach to sched_switch and sched_wakeup_new: %s (is tracefs mounted?)",
-		    strerror(-ret));
+		msg("cannot attach to sched_switch, sched_wakeup_new and sched_stat_runtime: "
+		    "%s (is tracefs mounted?)", strerror(-ret));
 		borrowd_bpf__destroy(skel);
 		return EXIT_NOFEATURE;
 	}

@@ -59,7 +59,6 @@ struct rule {
 	char container[128];	/* SRC_ENGINE: the container's id */
 	struct account acct;
 	__u64 sum_ns;		/* the BPF sum, this round */
-	__u64 running_ns;	/* its runs in progress, this round */
 	bool seen;		/* in the last engine scan */
 	bool stopped;		/* paced: SIGSTOPped by us */
 	bool gone;		/* its pid is another process's now */
@@ -112,7 +111,7 @@ extern struct rule *rules;
 extern int nr_rules;
 /* The epoll set the main loop waits on: the workers' pidfds join it. */
 extern int events_fd;
-int alloc_in_progress(void);
+int runtime_record_layout(void);
 /* Maps the BPF sums into memory, once loaded: 0 or -errno. */
 int map_sums(void);
 /* The worker's pidfd polled readable: the next charge_all() reaps it. */

@@ -2,9 +2,9 @@
 /*
  * borrowd's process rule: a worker process's CPU time goes to its client.
  * The rules name the workers (from the command line, the config file or
- * the engines' metadata); the BPF program's sums and the runs in progress
- * say what each worker ran, and charge() pays it to the client as the mode
- * says (for the shared daemons' clients too).
+ * the engines' metadata); the BPF program's sums say what each worker ran,
+ * and charge() pays it to the client as the mode says (for the shared
+ * daemons' clients too).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -269,42 +269,37 @@ void worker_exited(pid_t worker)
 		r->exited = true;
 }
 
-/* The tgid of a thread, or 0. */
-static pid_t tgid_of(__u32 tid)
-{
-	char path[64], buf[512], *p;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", tid);
-	if (bcg_read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	p = strstr(buf, "\nTgid:");
-	return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
-}
-
 /*
- * Per CPU, the process running there and for how long: a worker that runs
- * alone on a CPU is switched out rarely, and its time would otherwise be
- * charged only then. Read after the sums, so that a switch in between can
- * only leave a run out for one round, never count it twice.
+ * sched_stat_runtime's record layout, from its format in tracefs: 1 if
+ * comm is a dynamic string (mainline), 0 if an array, -errno if the file
+ * cannot be read or has pid and runtime where neither layout has them.
  */
-struct in_progress {
-	pid_t tgid;
-	__u64 ns;
-	/* The run whose tgid was read: a long run's is read once. */
-	__u32 tid;
-	__u64 start;
-};
-
-/* Per possible CPU (as many as the kernel has: no fixed bound). */
-static struct cpu_run *cpu_runs;
-static struct in_progress *in_progress;
-
-/* Room for the runs in progress, once nr_cpus is known: 0 or -ENOMEM. */
-int alloc_in_progress(void)
+int runtime_record_layout(void)
 {
-	cpu_runs = calloc(nr_cpus, sizeof(*cpu_runs));
-	in_progress = calloc(nr_cpus, sizeof(*in_progress));
-	return cpu_runs && in_progress ? 0 : -ENOMEM;
+	static const char *const dirs[] = { "/sys/kernel/tracing",
+					    "/sys/kernel/debug/tracing" };
+	char path[128], buf[4096], *p;
+	long pid_off = -1, runtime_off = -1;
+	ssize_t n = -ENOENT;
+
+	for (size_t i = 0; i < ARRAY_SIZE(dirs) && n <= 0; i++) {
+		snprintf(path, sizeof(path), "%s/events/sched/sched_stat_runtime/format",
+			 dirs[i]);
+		n = bcg_read_file(path, buf, sizeof(buf));
+	}
+	if (n <= 0)
+		return n < 0 ? (int)n : -ENODATA;
+	p = strstr(buf, " pid;\toffset:");
+	if (p)
+		pid_off = strtol(p + strlen(" pid;\toffset:"), NULL, 10);
+	p = strstr(buf, " runtime;\toffset:");
+	if (p)
+		runtime_off = strtol(p + strlen(" runtime;\toffset:"), NULL, 10);
+	if (pid_off == 24 && runtime_off == 32)
+		return 0;
+	if (pid_off == 12 && runtime_off == 16)
+		return 1;
+	return -EPROTO;
 }
 
 /* CLOCK_MONOTONIC in ns, the clock of the BPF programs' runs. */
@@ -314,34 +309,6 @@ static __u64 now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static void read_in_progress(struct in_progress *ip)
-{
-	static __u32 self;
-	struct cpu_run *runs = cpu_runs;
-	__u32 zero = 0;
-	__u64 now;
-
-	if (!self)
-		self = gettid();
-	for (int c = 0; c < nr_cpus; c++)
-		ip[c].ns = 0;
-	now = now_ns();
-	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.runs), &zero, runs))
-		return;
-	for (int c = 0; c < nr_cpus; c++) {
-		/* Idle, or the agent itself, which reads this. */
-		if (!runs[c].start || !runs[c].tid || runs[c].tid == self ||
-		    runs[c].start > now)
-			continue;
-		if (ip[c].tid != runs[c].tid || ip[c].start != runs[c].start) {
-			ip[c].tid = runs[c].tid;
-			ip[c].start = runs[c].start;
-			ip[c].tgid = tgid_of(runs[c].tid);
-		}
-		ip[c].ns = now - runs[c].start;
-	}
 }
 
 /*
@@ -481,34 +448,28 @@ static void charge_rule(struct rule *r, __u64 total_ns, bool final)
  */
 void charge_all(bool reap, bool note, bool final)
 {
-	struct in_progress *ip = in_progress;
 	bool v2 = bcg_is_v2();
 
 	round_nr++;
-	/* The sums first, then what runs now: see read_in_progress(). */
+	/*
+	 * A worker that runs is in its sum up to its CPU's last tick (the
+	 * kernel accounts a running task's time at each): no run in progress
+	 * to add.
+	 */
 	for (int i = 0; i < nr_rules; i++) {
 		struct worker_sum *w = &sums[rules[i].slot];
 
 		rules[i].sum_ns = __atomic_load_n(&w->ns, __ATOMIC_RELAXED);
 		rules[i].gone = __atomic_load_n(&w->gone, __ATOMIC_RELAXED);
-		rules[i].running_ns = 0;
 		/* It ran in another group than the one known: read it. */
 		if (v2 && w->cgroup != rules[i].cgroup) {
 			rules[i].cgroup = w->cgroup;
 			note_worker_group(&rules[i]);
 		}
 	}
-	read_in_progress(ip);
-	for (int c = 0; c < nr_cpus; c++) {
-		struct rule *r = ip[c].ns ? find_rule(ip[c].tgid) : NULL;
-
-		/* Not a run of another process that has the pid now. */
-		if (r && !r->gone)
-			r->running_ns += ip[c].ns;
-	}
 	for (int i = 0; i < nr_rules; i++) {
 		struct rule *r = &rules[i];
-		__u64 total = r->sum_ns + r->running_ns;
+		__u64 total = r->sum_ns;
 
 		/* Idle: nothing to charge (only --pace reads the clients' debts). */
 		if (total >= r->acct.counted_ns + 1000) {
@@ -528,7 +489,7 @@ void charge_all(bool reap, bool note, bool final)
 			continue;
 		/*
 		 * An exited worker's last run is in the sums by now; an
-		 * unlisted one's run in progress was counted above.
+		 * unlisted one's up to its last tick.
 		 */
 		charge_rule(&rules[i], sums[rules[i].slot].ns, true);
 		remove_rule(&rules[i]);
