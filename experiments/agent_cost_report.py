@@ -4,8 +4,9 @@
     experiments/agent_cost_report.py LOG...
 
 Each LOG is one boot's output: its first line names the kernel, borrowd's
-mode, the quotas and the logging containers; each line of its table is one
-number of containers. Lines of the same kernel, mode, quotas, logging and
+mode, the quotas, the logging containers and their engine (Podman's
+conmon, or containerd CRI's daemon); each line of its table is one number
+of containers. Lines of the same kernel, mode, engine, quotas, logging and
 containers are one cell, over boots; lines that are not the table's (the
 per-program lines, the shell's messages) are passed over. Prints a
 Markdown table on stdout: per cell the mean of each column and the
@@ -29,7 +30,8 @@ from noisy_logging_report import mean_ci
 HEADER = re.compile(
     r"^# kernel (?P<kernel>\S+), cgroup \S+, (?P<cpus>\d+) CPUs; borrowd --mode (?P<mode>\w+); "
     r"quotas (?P<quota>\d+) us per 100 ms; (?P<logging>\d+) logging containers "
-    r"\(conmon works (?P<work>\d+) us per 50 ms\)"
+    r"\((?:(?P<cri>CRI: the daemon)|conmon) works (?P<work>\d+) us per "
+    r"(?:50 ms|line, a line per 50 ms at most)\)"
 )
 COLUMNS = (
     "containers", "logging", "cpu", "bpf", "sum", "per100", "share", "writes",
@@ -46,7 +48,7 @@ SHOWN = (
     ("window", "window (s)", 2),
 )
 
-Cell = tuple[str, str, str, int, int, int]
+Cell = tuple[str, str, str, str, int, int, int]
 
 
 def read_log(path: Path) -> list[tuple[Cell, dict[str, float]]]:
@@ -67,7 +69,8 @@ def read_log(path: Path) -> list[tuple[Cell, dict[str, float]]]:
         if values["logging"] == 0:
             # The guest busy for a few 10 ms ticks a second: no share.
             values["share"] = float("nan")
-        cell = (head["kernel"], head["mode"], head["cpus"], int(head["quota"]),
+        engine = "cri" if head["cri"] else "podman"
+        cell = (head["kernel"], head["mode"], engine, head["cpus"], int(head["quota"]),
                 int(head["work"]), int(values["containers"]))  # fmt: skip
         rows.append((cell, values))
     if not rows:
@@ -95,14 +98,16 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError) as e:
         print(f"agent_cost_report.py: {e}", file=sys.stderr)
         return 1
-    print("| kernel | mode | CPUs | quota (us) | containers | logging | "
+    print("| kernel | mode | engine | CPUs | quota (us) | containers | logging | "
           + " | ".join(title for _, title, _ in SHOWN) + " | boots |")  # fmt: skip
-    print("| --- | --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in SHOWN) + " | ---: |")
-    for (cell, logging), rows in sorted(cells.items(), key=lambda c: (c[0][0][1], c[0][1], c[0][0][5])):
-        kernel, mode, cpus, quota, _, containers = cell
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in SHOWN)
+          + " | ---: |")  # fmt: skip
+    order = sorted(cells.items(), key=lambda c: (c[0][0][2], c[0][0][1], c[0][1], c[0][0][6]))
+    for (cell, logging), rows in order:
+        kernel, mode, engine, cpus, quota, _, containers = cell
         cols = [fmt([r[key] for r in rows], digits) for key, _, digits in SHOWN]
-        print(f"| {kernel} | {mode} | {cpus} | {quota} | {containers} | {logging} | " + " | ".join(cols)
-              + f" | {len(rows)} |")  # fmt: skip
+        print(f"| {kernel} | {mode} | {engine} | {cpus} | {quota} | {containers} | {logging} | "
+              + " | ".join(cols) + f" | {len(rows)} |")  # fmt: skip
     return 0
 
 

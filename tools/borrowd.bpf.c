@@ -73,14 +73,10 @@ struct {
  * A worker's thread (by tid): its process and slot. The kernel also
  * accounts a task's time from another CPU (a wake-up there updates the
  * running task's), whose record names the thread, not its process: this
- * finds it. An entry is made at the thread's first time accounted on its
- * own CPU (a tick at the latest), dropped when a new task gets its tid.
+ * finds it. The agent makes the entry of a worker's first thread (its pid);
+ * another thread's is made at its first time accounted on its own CPU (a
+ * tick at the latest). An entry is dropped when a new task gets its tid.
  */
-struct worker_thread {
-	__u32 tgid;
-	__u32 slot;
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, MAX_THREADS);
@@ -345,7 +341,7 @@ struct stat_runtime_args_dynamic {
  */
 static __always_inline int worker_runtime(__u32 pid, __u64 ns)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), cgroup;
 	struct worker_thread *t, entry;
 	struct worker_sum *w;
 	struct worker *wk;
@@ -364,7 +360,11 @@ static __always_inline int worker_runtime(__u32 pid, __u64 ns)
 			return 0;
 		__sync_fetch_and_add(&w->ns, ns);
 		/* Where it ran: the agent reads it again on a change. */
-		w->cgroup = bpf_get_current_cgroup_id();
+		cgroup = bpf_get_current_cgroup_id();
+		if (w->cgroup != cgroup)
+			w->cgroup = cgroup;
+		if (pid == tgid)
+			return 0;
 		t = bpf_map_lookup_elem(&worker_threads, &pid);
 		if (!t || t->tgid != tgid || t->slot != wk->slot) {
 			entry.tgid = tgid;

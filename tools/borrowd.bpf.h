@@ -39,6 +39,12 @@ struct worker_sum {
 	__u32 pad;
 };
 
+/* A worker's thread (worker_threads, by tid): its process and its slot. */
+struct worker_thread {
+	__u32 tgid;
+	__u32 slot;
+};
+
 /*
  * The quota mode's groups whose CPU time the programs add up (cgroup v2):
  * slots in the usage_ns map, and the deepest level looked at.

@@ -143,9 +143,9 @@ static const char usage_text[] =
 "  --min-charge-us US   a charge of less than US microseconds waits for the\n"
 "                       next interval, for a second at most (default: the\n"
 "                       kernel's CFS bandwidth slice, 5000; 0: none waits)\n"
-"  --scan-ms MS         look for containers at most every MS ms, for " STR(SETTLE_S) " s\n"
-"                       after the engines' metadata changed (default 1000);\n"
-"                       shared daemons' files every MS ms\n"
+"  --scan-ms MS         look for containers, shared daemons and their files\n"
+"                       at most every MS ms, for " STR(SETTLE_S) " s after the engines'\n"
+"                       metadata changed or a daemon exited (default 1000)\n"
 "  --rescan-s SEC       look for containers every SEC s even when nothing\n"
 "                       changed, should a change have been missed (default 30)\n"
 "  --no-worker-pid      charge \"USEC\" only, not \"USEC PID\" (the default\n"
@@ -681,7 +681,7 @@ int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	double start, next_scan = 0, last_scan = -1e9, settle_until = 0;
-	double next_note = 0, next_daemons = 0;
+	double next_note = 0;
 	int ret, layout;
 
 	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
@@ -849,6 +849,9 @@ int main(int argc, char **argv)
 		 * --scan-ms), for a while after, and every --rescan-s.
 		 */
 		reap = read_events(&changed);
+		/* A shared daemon exited: another may take its containers over. */
+		if (daemons_named() && daemon_exited())
+			changed = true;
 		if (changed) {
 			settle_until = now + SETTLE_S;
 			if (next_scan > last_scan + scan_s)
@@ -861,11 +864,15 @@ int main(int argc, char **argv)
 			next_scan = now + (watch_fd >= 0 && now >= settle_until ?
 					   opt.rescan_s : scan_s);
 		}
-		/* A daemon's files change with no event: read every --scan-ms. */
-		if (daemons_named() && now >= next_daemons) {
+		/*
+		 * The daemons and their files are read with the metadata: a
+		 * daemon opens a container's FIFOs and log file as it starts
+		 * it, and a scan of every daemon file a second would cost a
+		 * node with many containers in proportion to them.
+		 */
+		if (daemons_named() && scan) {
 			find_daemons();
-			scan_daemon_fds(scan);
-			next_daemons = now + scan_s;
+			scan_daemon_fds();
 		}
 		note = now >= next_note;
 		if (note)

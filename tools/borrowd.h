@@ -147,7 +147,9 @@ void find_daemons(void);
 /* FINAL: every client's last charge, however small. */
 void charge_clients(bool final);
 /* With RESCANNED, the engines' containers are read again too. */
-void scan_daemon_fds(bool rescanned);
+void scan_daemon_fds(void);
+/* A daemon held has exited (its pidfd polls readable). */
+bool daemon_exited(void);
 
 /* borrowd_usage.c */
 /* Maps the groups' sums into memory and gives them to the quota mode. */

@@ -212,17 +212,65 @@ static int collect_container(const struct bcg_container *c, void *arg)
 	return 0;
 }
 
+/*
+ * A scan compares each of a daemon's descriptors with the containers, the
+ * pod logs and the clients: sorted once a scan, each is a binary search,
+ * not a walk of all of them (a daemon holds two or three descriptors a
+ * container).
+ */
+static int cmp_container(const void *a, const void *b)
+{
+	return strcmp(((const struct bcg_container *)a)->id,
+		      ((const struct bcg_container *)b)->id);
+}
+
+static int cmp_pod_log(const void *a, const void *b)
+{
+	return strcmp(((const struct pod_log *)a)->path, ((const struct pod_log *)b)->path);
+}
+
+/* A path (the key) against a pod log's. */
+static int cmp_path_pod_log(const void *path, const void *log)
+{
+	return strcmp(path, ((const struct pod_log *)log)->path);
+}
+
+static int cmp_client(const void *a, const void *b)
+{
+	const struct client *x = a, *y = b;
+
+	if (x->daemon != y->daemon)
+		return x->daemon < y->daemon ? -1 : 1;
+	return strcmp(x->container, y->container);
+}
+
+static int cmp_fd_key(const void *a, const void *b)
+{
+	const struct fd_key *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return x->fd < y->fd ? -1 : x->fd > y->fd;
+}
+
+/* The clients up to this index are sorted (cmp_client); those after, new. */
+static int nr_sorted_clients;
+
 /* The client of DAEMON for a container, made if new: NULL if none left. */
 static struct client *daemon_client(pid_t daemon, const struct bcg_container *c)
 {
 	static __u32 next_id = 1;
+	struct client key = { .daemon = daemon }, *cl;
 	__u64 zero = 0;
-	struct client *cl;
 	struct bcg g;
 	__u32 id;
 
-	for (int i = 0; i < nr_clients; i++)
-		if (clients[i].daemon == daemon && !strcmp(clients[i].container, c->id))
+	snprintf(key.container, sizeof(key.container), "%s", c->id);
+	cl = bsearch(&key, clients, nr_sorted_clients, sizeof(*clients), cmp_client);
+	if (cl)
+		return cl;
+	for (int i = nr_sorted_clients; i < nr_clients; i++)
+		if (!cmp_client(&key, &clients[i]))
 			return &clients[i];
 	if (client_of(&g, c) || nr_clients >= MAX_CLIENTS - 1)
 		return NULL;
@@ -398,20 +446,19 @@ static bool fd_carries_output(pid_t daemon, DIR *dir, const char *fd)
 static struct client *fd_client(pid_t daemon, const char *target, DIR *dir,
 				const char *fd)
 {
-	char buf[128];
-	const char *id = NULL;
+	struct bcg_container key;
+	struct pod_log *log;
+	struct bcg_container *c;
 
-	for (int p = 0; p < nr_pod_logs && !id; p++)
-		if (!strcmp(target, pod_logs[p].path))
-			id = pod_logs[p].id;
-	if (!id && engine_file_id(target, buf, sizeof(buf)))
-		id = buf;
-	if (!id || !fd_carries_output(daemon, dir, fd))
+	log = bsearch(target, pod_logs, nr_pod_logs, sizeof(*pod_logs), cmp_path_pod_log);
+	if (log)
+		snprintf(key.id, sizeof(key.id), "%s", log->id);
+	else if (!engine_file_id(target, key.id, sizeof(key.id)))
 		return NULL;
-	for (int c = 0; c < nr_containers; c++)
-		if (!strcmp(containers[c].id, id))
-			return daemon_client(daemon, &containers[c]);
-	return NULL;
+	if (!fd_carries_output(daemon, dir, fd))
+		return NULL;
+	c = bsearch(&key, containers, nr_containers, sizeof(*containers), cmp_container);
+	return c ? daemon_client(daemon, c) : NULL;
 }
 
 /*
@@ -425,11 +472,18 @@ static bool fd_runtime(const char *target)
 	return !strncmp(target, "anon_inode:", 11) || !strncmp(target, "pipe:", 5);
 }
 
-void scan_daemon_fds(bool rescanned)
+bool daemon_exited(void)
+{
+	for (int i = 0; i < nr_daemons; i++)
+		if (!bcg_pidfd_alive(daemons[i].pidfd))
+			return true;
+	return false;
+}
+
+void scan_daemon_fds(void)
 {
 	int map = bpf_map__fd(skel->maps.fd_clients), nr_new = 0, n = 0;
 	const __u32 no_client = 0;
-	static bool containers_read;
 	static struct fd_key *new;
 	static int cap_new;
 	char path[64], target[PATH_MAX];
@@ -439,19 +493,18 @@ void scan_daemon_fds(bool rescanned)
 
 	/*
 	 * What the descriptors are compared with: only if a daemon has any;
-	 * the containers as the last scan of the engines found them.
+	 * the containers as the engines' metadata has them now.
 	 */
 	nr_pod_logs = 0;
-	if (rescanned)
-		containers_read = false;
 	if (nr_daemons) {
-		if (!containers_read) {
-			nr_containers = 0;
-			bcg_scan_containers(collect_container, NULL);
-			containers_read = true;
-		}
+		nr_containers = 0;
+		bcg_scan_containers(collect_container, NULL);
+		qsort(containers, nr_containers, sizeof(*containers), cmp_container);
 		scan_pod_logs();
+		qsort(pod_logs, nr_pod_logs, sizeof(*pod_logs), cmp_pod_log);
 	}
+	qsort(clients, nr_clients, sizeof(*clients), cmp_client);
+	nr_sorted_clients = nr_clients;
 	for (int i = 0; i < nr_clients; i++)
 		clients[i].seen = false;
 	for (int d = 0; d < nr_daemons; d++) {
@@ -483,13 +536,12 @@ void scan_daemon_fds(bool rescanned)
 		}
 		closedir(dir);
 	}
-	/* Descriptors closed since the last scan. */
-	for (int i = 0; i < nr_fds; i++) {
-		bool still = false;
-
-		for (int j = 0; j < nr_new && !still; j++)
-			still = fds[i].tgid == new[j].tgid && fds[i].fd == new[j].fd;
-		if (!still)
+	/* Descriptors closed since the last scan: both lists sorted. */
+	qsort(new, nr_new, sizeof(*new), cmp_fd_key);
+	for (int i = 0, j = 0; i < nr_fds; i++) {
+		while (j < nr_new && cmp_fd_key(&new[j], &fds[i]) < 0)
+			j++;
+		if (j == nr_new || cmp_fd_key(&new[j], &fds[i]))
 			bpf_map_delete_elem(map, &fds[i]);
 	}
 	if (!bcg_grow((void **)&fds, &cap_fds, nr_new, sizeof(*fds))) {

@@ -173,6 +173,7 @@ int add_rule(pid_t worker, unsigned long long start,
 	     const struct bcg *client, int source, const char *container)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = worker };
+	struct worker_thread thread;
 	struct worker entry = { 0 };
 	struct bcg_proc p;
 	struct bcg wg;
@@ -216,10 +217,16 @@ int add_rule(pid_t worker, unsigned long long start,
 		close(pidfd);
 		return ret;
 	}
+	/* Its first thread, for the time accounted from another CPU. */
+	thread.tgid = worker;
+	thread.slot = entry.slot;
+	bpf_map_update_elem(bpf_map__fd(skel->maps.worker_threads), &worker, &thread,
+			    BPF_ANY);
 	/* Exited meanwhile: the entry may count another process already. */
 	if (!bcg_pidfd_alive(pidfd) ||
 	    (events_fd >= 0 && epoll_ctl(events_fd, EPOLL_CTL_ADD, pidfd, &ev))) {
 		bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &worker);
+		bpf_map_delete_elem(bpf_map__fd(skel->maps.worker_threads), &worker);
 		slot_put(entry.slot);
 		close(pidfd);
 		return -ESRCH;
@@ -250,6 +257,7 @@ static void remove_rule(struct rule *r)
 		epoll_ctl(events_fd, EPOLL_CTL_DEL, r->pidfd, NULL);
 	close(r->pidfd);
 	bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &r->worker);
+	bpf_map_delete_elem(bpf_map__fd(skel->maps.worker_threads), &r->worker);
 	slot_put(r->slot);
 	account_close(&r->acct);
 	msg("worker %d (%s) for %s: gone, charged %llu us in all%s", (int)r->worker,

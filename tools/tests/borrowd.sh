@@ -20,7 +20,9 @@
 #                      requests (a FIFO of the daemon's own, a client's
 #                      log file read) are charged to no client;
 #                      a thread that only writes a pod's log file, found
-#                      through kubelet's link to it (--pod-logs);
+#                      through kubelet's link to it (--pod-logs); a CRI
+#                      daemon's files read with the engines' metadata,
+#                      not every --scan-ms;
 #                      --pace holds a busy worker to its client's quota
 #                      (or its pod's, or one set later), a failed charge
 #                      is not carried over to a group made again at its
@@ -415,6 +417,7 @@ guest_tests() {
 	thread_rule_tests
 	thread_rule_tests 2000
 	pod_log_tests
+	daemon_scan_tests
 	pace_tests
 	pace_ancestor_tests
 	pace_kill_tests
@@ -1036,6 +1039,53 @@ exited_worker_tests() {
 	check "a worker that exited is charged to its client after it was reaped, within ${tolerance_pct} %" \
 		'[[ $rc -eq 0 && $((U - u0)) -gt 500000 ]] && python3 -c "import sys; sys.exit(abs($diff_pct) > $tolerance_pct)"'
 	check "... and the limited pod it shares with the client pays none of it" '[[ $((p1 - p0)) -eq 0 ]]'
+}
+
+# A shared daemon's files are read with the engines' metadata (when it
+# changes, for 10 s after, every --rescan-s), not every --scan-ms whatever
+# happens: with containerd CRI's daemon (tools/tests/cri_daemon.py) holding
+# 20 containers' FIFOs and log files, borrowd maps them all, and once the
+# metadata has not changed for 10 s it reads nothing (each container's
+# pid file and init's stat every --scan-ms before: hundreds of reads in
+# these 3 s).
+daemon_scan_tests() {
+	local i id reply mapped=0 dpid R W N r0 task=$tmp/run/containerd/io.containerd.runtime.v2.task/k8s.io
+	make_group cgbd-cri
+	coproc CRID { exec python3 "$root/tools/tests/cri_daemon.py" "$tmp/run" 0; }
+	dpid=$CRID_PID
+	pids+=("$dpid")
+	echo "make 20" >&"${CRID[1]}"
+	read -r -t 60 reply <&"${CRID[0]}"
+	for ((i = 0; i < 20; i++)); do
+		printf -v id 'c%063d' "$i"
+		mkdir -p "$task/$id"
+		bash -c 'echo $BASHPID >"$1/cgroup.procs"; exec sleep 600' _ "$(cpu_root)/cgbd-cri" &
+		pids+=("$!")
+		echo "$!" >"$task/$id/init.pid"
+	done
+	start_borrowd "$tmp/cri.log" --engines containerd --daemon "$dpid" --scan-ms 200
+	wait_for "$tmp/cri.log" "ready" && rc=0 || rc=1
+	for ((i = 0; i < 100; i++)); do
+		mapped=$(grep -c "reads for container" "$tmp/cri.log")
+		((mapped >= 20)) && break
+		sleep 0.1
+	done
+	# Past its first 10 s, when it reads the metadata every --scan-ms.
+	sleep 11
+	reads_snap
+	r0=$R
+	sleep 3
+	reads_snap
+	kill -TERM "$bpid"
+	wait "$bpid"
+	out=$(tail -3 "$tmp/cri.log")
+	info "CRI daemon ($reply): $mapped containers mapped; then $((R - r0)) reads in 3 s"
+	check "borrowd maps every container whose FIFOs a CRI daemon holds (20)" \
+		'[[ $rc -eq 0 && $reply == "made 20" && $mapped -ge 20 ]]'
+	check "... and reads nothing while the engines' metadata does not change (3 s)" \
+		'[[ -n $R && -n $r0 && $((R - r0)) -le 2 ]]'
+	kill "$dpid"
+	rm -rf /var/log/pods/k8s_pod* /var/log/containers/pod*_k8s_c*-c*.log
 }
 
 # charged_settled GROUP: what GROUP was charged once borrowd (charging

@@ -11,9 +11,17 @@
 # lowers and restores their quotas. With --daemon NAME borrowd also looks
 # for a shared daemon NAME (none runs: the cost of its programs on every
 # read and write).
+# With --engine cri the containers are containerd CRI's instead: an init
+# in the container's group recorded by its shim's init.pid, and one daemon
+# (tools/tests/cri_daemon.py, borrowd --daemon PID) that holds every
+# container's FIFOs and log file (kubelet's link to it too) and copies its
+# lines: a logging container's init writes a line every 50 ms, on which
+# the daemon works US (--work); borrowd charges the daemon's threads by
+# the thread rule.
 #
 #   overhead-in-guest.sh [--seconds S] [--logging M] [--quota US] [--work US]
-#                        [--mode MODE] [--daemon NAME] N...  (default: 10 100 500)
+#                        [--mode MODE] [--daemon NAME] [--engine podman|cri]
+#                        N...  (default: 10 100 500)
 # --mode is borrowd's (auto, kernel or quota). Prints per N borrowd's CPU
 # (ms per s), its BPF programs' run time (kernel.bpf_stats_enabled, ms per
 # s, and per program the runs a second and ns a run), the two together
@@ -34,7 +42,7 @@
 # when a line's rounds exceed what its window allows.
 set -uo pipefail
 
-secs=10 logging=0 mode=auto quota=50000 work=5000 daemon=() settle=12
+secs=10 logging=0 mode=auto quota=50000 work=5000 daemon=() settle=12 engine=podman
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--seconds) secs=$2; shift 2 ;;
@@ -43,12 +51,14 @@ while [[ $# -gt 0 ]]; do
 	--quota) quota=$2; shift 2 ;;
 	--work) work=$2; shift 2 ;;
 	--daemon) daemon=(--daemon "$2"); shift 2 ;;
-	-h | --help) sed -n '2,28p' "$0" | cut -c3-; exit 0 ;;
+	--engine) engine=$2; shift 2 ;;
+	-h | --help) sed -n '2,37p' "$0" | cut -c3-; exit 0 ;;
 	-*) echo "unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
 done
 [[ $# -gt 0 ]] || set -- 10 100 500
+[[ $engine == podman || $engine == cri ]] || { echo "--engine: podman or cri" >&2; exit 2; }
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=scripts/guest-check.sh
@@ -64,7 +74,7 @@ stats_was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
 	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${pids[@]}" ${dpid:-}; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	sysctl -qw kernel.bpf_stats_enabled="$stats_was" 2>/dev/null
 	rm -rf "$run"
@@ -136,8 +146,23 @@ if rounds > secs * 10 + 2:
 PY
 }
 
-# userdata N: container N's directory in Podman's metadata, into $dir.
-userdata() { printf -v dir '%s/containers/storage/overlay-containers/c%063d/userdata' "$run" "$1"; }
+# userdata N: container N's directory in its engine's metadata, into $dir
+# (Podman's userdata, or the containerd shim's task directory), and the
+# file there that names its init, into $pidfile.
+userdata() {
+	if [[ $engine == cri ]]; then
+		printf -v dir '%s/containerd/io.containerd.runtime.v2.task/k8s.io/c%063d' "$run" "$1"
+		pidfile=$dir/init.pid
+	else
+		printf -v dir '%s/containers/storage/overlay-containers/c%063d/userdata' "$run" "$1"
+		pidfile=$dir/pidfile
+	fi
+}
+# fifo N: container N's stdout FIFO, which the CRI daemon holds, into $fifo.
+fifo() {
+	printf -v fifo '%s/containerd/io.containerd.grpc.v1.cri/containers/c%063d/io/1/c%063d-stdout' \
+		"$run" "$1" "$1"
+}
 # set_quota DIR: the group's quota, --quota per 100 ms.
 set_quota() {
 	if [[ -e $1/cpu.max ]]; then
@@ -152,8 +177,18 @@ made=0 inits=0 status=0
 mkfifo "$run/never"
 exec 8<>"$run/never"
 sysctl -qw kernel.bpf_stats_enabled=1 || echo "# no kernel.bpf_stats_enabled: BPF run time 0"
+engines=podman work_is="conmon works $work us per 50 ms"
+if [[ $engine == cri ]]; then
+	# The daemon in a group of its own, as containerd in its service's.
+	mkdir -p "$cg/ovh-daemon"
+	coproc CRI { exec python3 "$root/tools/tests/cri_daemon.py" "$run" "$work"; }
+	dpid=$CRI_PID
+	echo "$dpid" >"$cg/ovh-daemon/cgroup.procs"
+	daemon=(--daemon "$dpid") engines=containerd
+	work_is="CRI: the daemon works $work us per line, a line per 50 ms at most"
+fi
 echo "# kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup), $(nproc) CPUs; borrowd --mode $mode;" \
-	"quotas $quota us per 100 ms; $logging logging containers (conmon works $work us per 50 ms);" \
+	"quotas $quota us per 100 ms; $logging logging containers ($work_is);" \
 	"${daemon[*]:-no daemon}; over ${secs} s"
 fmt='%10s %8s %11s %11s %11s %14s %10s %10s %8s %8s %10s %8s %9s %8s %9s\n'
 # shellcheck disable=SC2059 # the format is ours
@@ -175,9 +210,38 @@ for n in "$@"; do
 		new+=("$dir" "$cg/ovh-$i")
 	done
 	((${#new[@]})) && mkdir -p "${new[@]}"
+	# The CRI daemon's FIFOs and log files first: the inits write there.
+	if [[ $engine == cri ]]; then
+		echo "make $n" >&"${CRI[1]}"
+		read -r reply <&"${CRI[0]}"
+		[[ $reply == "made $n" ]] || { echo "# the CRI daemon said: $reply" >&2; exit 1; }
+	fi
 	for ((; made < n; made++)); do
 		userdata "$made"
 		set_quota "$cg/ovh-$made"
+		if [[ $engine == cri ]]; then
+			# The container's init, which its shim recorded; a logging
+			# one, busy, writes a line every 50 ms (if its quota lets
+			# it run then).
+			fifo "$made"
+			(
+				exec 9<>"$run/never"
+				if ((made < logging)); then
+					until [[ -e $run/go ]]; do read -r -t 1 -u 9; done
+				fi
+				echo "$BASHPID" >"$cg/ovh-$made/cgroup.procs"
+				echo "$BASHPID" >"$pidfile"
+				((made < logging)) || while :; do read -r -t 3600 -u 9; done
+				exec 3>"$fifo"
+				while :; do
+					t=$((${EPOCHREALTIME/./} + 50000))
+					while ((${EPOCHREALTIME/./} < t)); do :; done
+					echo "a line of container $made" >&3
+				done
+			) &
+			pids+=("$!")
+			continue
+		fi
 		# conmon, and its child the container's init (borrowd takes a
 		# conmon that is the parent of the container's first process),
 		# which joins the container's group and writes the pid file.
@@ -189,7 +253,7 @@ for n in "$@"; do
 				until [[ -e $run/go ]]; do read -r -t 1 -u 9; done
 				(
 					echo "$BASHPID" >"$cg/ovh-$made/cgroup.procs"
-					echo "$BASHPID" >"$dir/pidfile"
+					echo "$BASHPID" >"$pidfile"
 					while :; do :; done
 				) &
 				while :; do
@@ -203,7 +267,7 @@ for n in "$@"; do
 				exec 9<>"$run/never"
 				(
 					echo "$BASHPID" >"$cg/ovh-$made/cgroup.procs"
-					echo "$BASHPID" >"$dir/pidfile"
+					echo "$BASHPID" >"$pidfile"
 					while :; do read -r -t 3600 -u 9; done
 				) &
 				while :; do read -r -t 3600 -u 9; done
@@ -218,19 +282,21 @@ for n in "$@"; do
 	kill -CONT "${pids[@]}" 2>/dev/null
 	for (( ; inits < made; inits++)); do
 		userdata "$inits"
-		until [[ -s $dir/pidfile ]]; do read -r -t 0.01 -u 8; done
-		read -r p <"$dir/pidfile"
+		until [[ -s $pidfile ]]; do read -r -t 0.01 -u 8; done
+		read -r p <"$pidfile"
 		pids+=("$p")
 	done
-	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines podman --mode "$mode" "${daemon[@]}" --stats "$run/stats.json" \
-		--quota-state "$run/quota" >"$run/borrowd.log" 2>&1 &
+	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines "$engines" --mode "$mode" "${daemon[@]}" \
+		--stats "$run/stats.json" --quota-state "$run/quota" >"$run/borrowd.log" 2>&1 &
 	bpid=$!
-	# Started when it has found every worker, and past its first 10 s
-	# (from its first scan), when it reads the metadata every second (for
-	# loggers that start after their containers): what it costs from then
-	# on.
+	# Started when it has found every worker (with CRI: every container
+	# whose FIFOs the daemon holds), and past its first 10 s (from its
+	# first scan), when it reads the metadata every second (for loggers
+	# that start after their containers): what it costs from then on.
+	found_re="works for"
+	[[ $engine == cri ]] && found_re="reads for container"
 	for ((i = 0; i < 300; i++)); do
-		[[ $(grep -c "works for" "$run/borrowd.log") -ge $n ]] && break
+		[[ $(grep -c "$found_re" "$run/borrowd.log") -ge $n ]] && break
 		read -r -t 0.1 -u 8
 	done
 	found=${EPOCHREALTIME/./}
