@@ -47,6 +47,12 @@ def make(run: str, i: int, sel: selectors.DefaultSelector) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return
+    if len(sys.argv) != 3:
+        print(__doc__.strip(), file=sys.stderr)
+        sys.exit(2)
     run, work = sys.argv[1], int(sys.argv[2]) / 1e6
     os.makedirs(LINKS, exist_ok=True)
     sel = selectors.DefaultSelector()
