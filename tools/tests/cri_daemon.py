@@ -17,6 +17,7 @@ read-write, so that a writer that goes away is no end of file.
 """
 
 import os
+import resource
 import selectors
 import sys
 import time
@@ -54,6 +55,10 @@ def main() -> None:
         print(__doc__.strip(), file=sys.stderr)
         sys.exit(2)
     run, work = sys.argv[1], int(sys.argv[2]) / 1e6
+    # Three descriptors a container: as containerd (LimitNOFILE=infinity
+    # in its unit), more than the default 1024.
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     os.makedirs(LINKS, exist_ok=True)
     sel = selectors.DefaultSelector()
     made = 0

@@ -213,8 +213,9 @@ for n in "$@"; do
 	# The CRI daemon's FIFOs and log files first: the inits write there.
 	if [[ $engine == cri ]]; then
 		echo "make $n" >&"${CRI[1]}"
-		read -r reply <&"${CRI[0]}"
-		[[ $reply == "made $n" ]] || { echo "# the CRI daemon said: $reply" >&2; exit 1; }
+		reply=
+		read -r -t 600 reply <&"${CRI[0]}"
+		[[ $reply == "made $n" ]] || { echo "# the CRI daemon said: ${reply:-nothing in 600 s}" >&2; exit 1; }
 	fi
 	for ((; made < n; made++)); do
 		userdata "$made"
