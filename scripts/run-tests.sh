@@ -189,9 +189,10 @@ static_checks() {
 			n=$((n + 1))
 			echo "ok $n ruff check and format # SKIP ruff is not installed and pip could not install it"
 		fi
-		check "experiments/results/agent-cost/table.md is what agent_cost_report.py makes of its raw/" \
+		check "experiments/results/agent-cost's tables are what agent_cost_report.py makes of their raw logs" \
 			bash -c "cd '$CFSB_ROOT/experiments/results/agent-cost' &&
-			diff -u table.md <('$CFSB_ROOT/experiments/agent_cost_report.py' raw/*.log)"
+			diff -u table.md <('$CFSB_ROOT/experiments/agent_cost_report.py' raw/*.log) &&
+			diff -u table-c97d2d1.md <('$CFSB_ROOT/experiments/agent_cost_report.py' raw-c97d2d1/*.log)"
 		# The tools are userspace: volatile sig_atomic_t is right there,
 		# the kernel's __printf() does not exist, and usage texts split.
 		check "checkpatch --strict on the tools' C (but the kernel-only rules)" \
