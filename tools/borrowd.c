@@ -4,8 +4,9 @@
  * cpu.cfs.borrowing_us, without changing the workers.
  *
  * A BPF program on sched_stat_runtime (borrowd.bpf.c) adds up, per worker
- * process, the time its threads ran, as the kernel accounts it. Every period the agent charges what
- * each worker ran since the last charge to the worker's client group,
+ * process, the time its threads ran, as the kernel accounts it. Every
+ * period the agent charges what each worker ran since the last charge to
+ * the worker's client group,
  * naming the worker ("USEC PID") where the kernel takes it, or, once it
  * has exited, the group it ran in ("USEC cgroup=ID"). Workers are
  * named on the command line or in the config file, or found from the
@@ -745,8 +746,9 @@ int main(int argc, char **argv)
 	if (skel) {
 		skel->rodata->evidence_ns = opt.evidence_us * 1000ULL;
 		skel->rodata->have_daemons = daemons_named();
-		bpf_program__set_autoload(layout ? skel->progs.borrowd_runtime :
-					  skel->progs.borrowd_runtime_dynamic, false);
+		/* The program for the kernel's record layout only. */
+		bpf_program__set_autoload(skel->progs.borrowd_runtime, !layout);
+		bpf_program__set_autoload(skel->progs.borrowd_runtime_dynamic, layout);
 		ret = borrowd_bpf__load(skel);
 		if (!ret)
 			ret = map_sums() ?: map_client_sums() ?:

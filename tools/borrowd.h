@@ -146,7 +146,7 @@ bool daemons_named(void);
 void find_daemons(void);
 /* FINAL: every client's last charge, however small. */
 void charge_clients(bool final);
-/* With RESCANNED, the engines' containers are read again too. */
+/* The daemons' descriptors mapped to the containers the metadata has now. */
 void scan_daemon_fds(void);
 /* A daemon held has exited (its pidfd polls readable). */
 bool daemon_exited(void);

@@ -277,6 +277,17 @@ void worker_exited(pid_t worker)
 		r->exited = true;
 }
 
+/* The offset of FIELD in a tracepoint's FORMAT (its tracefs file), or -1. */
+static long format_offset(const char *format, const char *field)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), " %s;\toffset:", field);
+	p = strstr(format, key);
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
 /*
  * sched_stat_runtime's record layout, from its format in tracefs: 1 if
  * comm is a dynamic string (mainline), 0 if an array, -errno if the file
@@ -286,8 +297,8 @@ int runtime_record_layout(void)
 {
 	static const char *const dirs[] = { "/sys/kernel/tracing",
 					    "/sys/kernel/debug/tracing" };
-	char path[128], buf[4096], *p;
-	long pid_off = -1, runtime_off = -1;
+	char path[128], buf[4096];
+	long pid_off, runtime_off;
 	ssize_t n = -ENOENT;
 
 	for (size_t i = 0; i < ARRAY_SIZE(dirs) && n <= 0; i++) {
@@ -297,12 +308,8 @@ int runtime_record_layout(void)
 	}
 	if (n <= 0)
 		return n < 0 ? (int)n : -ENODATA;
-	p = strstr(buf, " pid;\toffset:");
-	if (p)
-		pid_off = strtol(p + strlen(" pid;\toffset:"), NULL, 10);
-	p = strstr(buf, " runtime;\toffset:");
-	if (p)
-		runtime_off = strtol(p + strlen(" runtime;\toffset:"), NULL, 10);
+	pid_off = format_offset(buf, "pid");
+	runtime_off = format_offset(buf, "runtime");
 	if (pid_off == 24 && runtime_off == 32)
 		return 0;
 	if (pid_off == 12 && runtime_off == 16)

@@ -1107,9 +1107,9 @@ charged_settled() {
 # scheduler's work after a task leaves, which a switch's timestamps would
 # count to it: +330 and +2679 us in two runs of these 10 under TCG), is
 # charged what its group counts, within the microseconds that the charges
-# and the usage are rounded to. (Once first, for the program
-# to know its thread: a time the kernel accounts from another CPU before
-# the thread's first tick under borrowd is not counted.)
+# and the usage are rounded to. (Once first, for the program to know its
+# thread: a time the kernel accounts from another CPU before the thread's
+# first tick under borrowd is not counted.)
 stop_go_tests() {
 	local wpid bpid i u0 c0 c1 U P T K
 	make_group cgbd-stopgo 50000
@@ -1663,7 +1663,8 @@ quota_reads_tests() {
 # besides). Looking every round, as the quota mode did, is six reads a
 # round more: 8.0 a round on v2 (2 CPUs), 21.2 on v1; 2.7 to 2.8 and 16.7
 # with a look a second and a run in progress read per CPU (v1 15.2 a round
-# against at most 16.3 without those; one boot). On v2 the BPF programs count the clients' runs, and a client is
+# against at most 16.3 without those; one boot). On v2 the BPF programs
+# count the clients' runs, and a client is
 # read only when the count shows it may pay: 2.2 a round (86 reads in 40
 # rounds, 317 looks spared; one boot). Then the clients and workers stop:
 # what the clients leave unused pays them off, a look a second late at
