@@ -329,8 +329,12 @@ static bool started_by(unsigned long long start, const struct timespec *when)
 	       ts_ns(when) + STARTED_SLACK_NS;
 }
 
-/* The process in PATH's pid file, if it started before the file was written. */
-static pid_t pid_file_process(const char *path, struct bcg_proc *p)
+/*
+ * The process in PATH's pid file, if it started before the file was written
+ * (when, into WRITTEN if not NULL).
+ */
+static pid_t pid_file_process(const char *path, struct bcg_proc *p,
+			      struct timespec *written)
 {
 	struct stat st;
 	pid_t pid;
@@ -339,6 +343,8 @@ static pid_t pid_file_process(const char *path, struct bcg_proc *p)
 	if (pid <= 0 || stat(path, &st) || bcg_proc_stat(pid, p) ||
 	    !started_by(p->start, &st.st_mtim))
 		return 0;
+	if (written)
+		*written = st.st_mtim;
 	return pid;
 }
 
@@ -464,10 +470,17 @@ static const struct engine_layout engines[] = {
 int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
 			void *arg)
 {
+	return bcg_scan_containers_since(fn, arg, NULL);
+}
+
+int bcg_scan_containers_since(int (*fn)(const struct bcg_container *c, void *arg),
+			      void *arg, const struct timespec *since)
+{
 	char pattern[PATH_MAX], ns[128], wpath[PATH_MAX];
 	struct proc_index ix = { 0 };
 	struct bcg_proc init, w;
 	struct bcg_container c;
+	struct timespec written;
 	int ret = 0;
 
 	for (size_t e = 0; !ret && e < ARRAY_SIZE(engines); e++) {
@@ -484,7 +497,7 @@ int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
 			snprintf(c.engine, sizeof(c.engine), "%s", engines[e].engine);
 			path_component(file, engines[e].id_depth, c.id, sizeof(c.id));
 			/* A pid file can outlive its process: is it still that one? */
-			c.init_pid = pid_file_process(file, &init);
+			c.init_pid = pid_file_process(file, &init, &written);
 			if (c.init_pid <= 0)
 				continue;
 			c.init_start = init.start;
@@ -497,9 +510,12 @@ int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
 					snprintf(wpath, sizeof(wpath), "%.*s/conmon-pidfile",
 						 (int)(strrchr(file, '/') - file), file);
 				/* conmon is the parent of the container's init. */
-				c.worker_pid = pid_file_process(wpath, &w);
+				c.worker_pid = pid_file_process(wpath, &w, NULL);
 				if (c.worker_pid != init.ppid)
 					c.worker_pid = 0;
+			} else if (engines[e].logger && since &&
+				   ts_ns(&written) < ts_ns(since)) {
+				c.logger_unsought = true;
 			} else if (engines[e].logger) {
 				path_component(file, 3, ns, sizeof(ns));
 				c.worker_pid = find_logger(&ix, ns, c.id, c.init_pid,

@@ -66,6 +66,8 @@ struct bcg_container {
 	pid_t worker_pid;	/* conmon, or a binary logger; 0 if none */
 	/* Their start times (/proc/PID/stat's field 22, clock ticks). */
 	unsigned long long init_start, worker_start;
+	/* A binary logger may work for it: not looked for (..._since()). */
+	bool logger_unsought;
 };
 
 /* What /proc/PID/stat says of a process. */
@@ -122,6 +124,14 @@ size_t bcg_common_len(const char *a, const char *b);
  */
 int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
 			void *arg);
+/*
+ * The same, but looks for a container's binary logger only if its pid file
+ * was written at or after SINCE (CLOCK_REALTIME; NULL: always): the shim
+ * starts the logger as it starts the container, and the search reads every
+ * process's stat, which a scan of a node's old containers need not.
+ */
+int bcg_scan_containers_since(int (*fn)(const struct bcg_container *c, void *arg),
+			      void *arg, const struct timespec *since);
 
 /*
  * Watches the engines' metadata, the directories bcg_scan_containers()

@@ -25,6 +25,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,7 @@
 const char *const mode_names[] = { "auto", "kernel", "quota" };
 
 struct borrowd_opts opt = {
-	.interval_ms = 100, .scan_ms = 1000, .rescan_s = 30,
+	.interval_ms = 100, .scan_ms = 1000, .rescan_s = 300,
 	.min_charge_us = -1,
 	.pod_logs = "/var/log/containers",
 	.engine_podman = true, .engine_containerd = true,
@@ -148,7 +149,7 @@ static const char usage_text[] =
 "                       at most every MS ms, for " STR(SETTLE_S) " s after the engines'\n"
 "                       metadata changed or a daemon exited (default 1000)\n"
 "  --rescan-s SEC       look for containers every SEC s even when nothing\n"
-"                       changed, should a change have been missed (default 30)\n"
+"                       changed, should a change have been missed (default 300)\n"
 "  --no-worker-pid      charge \"USEC\" only, not \"USEC PID\" (the default\n"
 "                       falls back to it on kernels without the form)\n"
 "  --stats FILE         on SIGUSR1 and at exit, write the totals to FILE\n"
@@ -616,6 +617,15 @@ static long bandwidth_slice_us(void)
 	return v > 0 && v <= 1000000 ? v : 5000;
 }
 
+/* The agent's CPU time (it has one thread), for the cost of its scans. */
+static unsigned long long thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -647,13 +657,34 @@ static void watch_engines(void)
 	    strerror(fd < 0 ? -fd : errno), opt.scan_ms);
 }
 
+/* The epoll tag of the daemons' log directories' watch (a worker's: its pid). */
+#define LOG_DIRS_EVENT	UINT64_MAX
+
+/*
+ * Watches the directories of the daemons' log files (a rotated log is a
+ * new descriptor to map): without, the rescans find it.
+ */
+static void watch_daemon_logs(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = LOG_DIRS_EVENT };
+	int fd;
+
+	if (!daemons_named())
+		return;
+	fd = watch_log_dirs();
+	if (fd < 0 || epoll_ctl(events_fd, EPOLL_CTL_ADD, fd, &ev))
+		msg("cannot watch the daemons' log directories: %s (a rotated log "
+		    "is known from the next rescan)", strerror(fd < 0 ? -fd : errno));
+}
+
 /*
  * What happened since the last round, without waiting: workers that exited
- * (true), and whether the engines' metadata changed (*CHANGED). An exited
- * worker's pidfd stays ready until its rule goes: more than fit here wait
- * for the next round, behind the others (epoll queues a reported one last).
+ * (true), whether the engines' metadata changed (*CHANGED), and whether a
+ * daemon's log directory did (*LOGS). An exited worker's pidfd stays ready
+ * until its rule goes: more than fit here wait for the next round, behind
+ * the others (epoll queues a reported one last).
  */
-static bool read_events(bool *changed)
+static bool read_events(bool *changed, bool *logs)
 {
 	struct epoll_event evs[256];
 	bool exited = false;
@@ -661,6 +692,10 @@ static bool read_events(bool *changed)
 
 	n = epoll_wait(events_fd, evs, ARRAY_SIZE(evs), 0);
 	for (int i = 0; i < n; i++) {
+		if (evs[i].data.u64 == LOG_DIRS_EVENT) {
+			*logs |= log_dirs_changed();
+			continue;
+		}
 		if (evs[i].data.u64) {
 			worker_exited((pid_t)evs[i].data.u64);
 			exited = true;
@@ -682,6 +717,9 @@ int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	double start, next_scan = 0, last_scan = -1e9, settle_until = 0;
+	unsigned long long scan_began = 0;
+	double last_logs_scan = -1e9;
+	bool logs_due = false;
 	double next_note = 0;
 	int ret, layout;
 
@@ -821,6 +859,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	watch_engines();
+	watch_daemon_logs();
 	for (int i = 0; i < nr_pending; i++) {
 		struct bcg g;
 
@@ -844,13 +883,14 @@ int main(int argc, char **argv)
 
 	while (!stop) {
 		double now = now_s(), scan_s = opt.scan_ms / 1000.0;
-		bool changed = false, reap, scan, note;
+		bool changed = false, logs = false, reap, scan, note;
 
 		/*
 		 * The engines' metadata is read when it changed (at most every
 		 * --scan-ms), for a while after, and every --rescan-s.
 		 */
-		reap = read_events(&changed);
+		reap = read_events(&changed, &logs);
+		logs_due |= logs;
 		/* A shared daemon exited: another may take its containers over. */
 		if (daemons_named() && daemon_exited())
 			changed = true;
@@ -861,7 +901,9 @@ int main(int argc, char **argv)
 		}
 		scan = now >= next_scan;
 		if (scan) {
+			scan_began = thread_cpu_ns();
 			scan_engines();
+			metadata_scans++;
 			last_scan = now;
 			next_scan = now + (watch_fd >= 0 && now >= settle_until ?
 					   opt.rescan_s : scan_s);
@@ -873,9 +915,28 @@ int main(int argc, char **argv)
 		 * node with many containers in proportion to them.
 		 */
 		if (daemons_named() && scan) {
-			find_daemons();
+			/*
+			 * A daemon starts with its run directory, and one that
+			 * serves a container does so as the container's
+			 * metadata is written: looked for in scans after a
+			 * change (and at the start, and at every scan where no
+			 * change can be seen), not in every rescan (a read of
+			 * every process's name).
+			 */
+			if (now < settle_until || watch_fd < 0)
+				find_daemons();
 			scan_daemon_fds();
+			logs_due = false;
+			last_logs_scan = now;
 		}
+		/* A daemon's log directory changed: its files, at most every --scan-ms. */
+		if (logs_due && now >= last_logs_scan + scan_s) {
+			scan_daemon_fds();
+			logs_due = false;
+			last_logs_scan = now;
+		}
+		if (scan)
+			metadata_scan_ns += thread_cpu_ns() - scan_began;
 		note = now >= next_note;
 		if (note)
 			next_note = now + scan_s;

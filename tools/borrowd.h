@@ -126,6 +126,13 @@ long long settle(struct account *a, const struct bcg *g, __u64 total_ns,
 		 pid_t worker, const struct bcg *wg, bool final);
 void charge_all(bool reap, bool note, bool final);
 int client_of(struct bcg *g, const struct bcg_container *c);
+/*
+ * Reads the engines' metadata into containers[], sorted by id (with
+ * --daemon too, for scan_daemon_fds()), and takes every worker it names.
+ */
+extern struct bcg_container *containers;
+extern int nr_containers;
+int cmp_container(const void *a, const void *b);
 void scan_engines(void);
 
 /* borrowd_pace.c */
@@ -146,10 +153,16 @@ bool daemons_named(void);
 void find_daemons(void);
 /* FINAL: every client's last charge, however small. */
 void charge_clients(bool final);
-/* The daemons' descriptors mapped to the containers the metadata has now. */
+/* The daemons' descriptors mapped to containers[] (scan_engines() read it). */
 void scan_daemon_fds(void);
 /* A daemon held has exited (its pidfd polls readable). */
 bool daemon_exited(void);
+/*
+ * Watches the directories of the log files the daemons write: the inotify
+ * descriptor to wait on, or -errno; log_dirs_changed() reads its events.
+ */
+int watch_log_dirs(void);
+bool log_dirs_changed(void);
 
 /* borrowd_usage.c */
 /* Maps the groups' sums into memory and gives them to the quota mode. */
@@ -157,6 +170,9 @@ int map_usage(void);
 
 /* borrowd_stats.c */
 extern unsigned long long gone_charged_us, gone_failed_us;
+/* The engines' metadata read so far (scan_engines()), and the CPU it took. */
+extern unsigned long metadata_scans;
+extern unsigned long long metadata_scan_ns;
 const char *failed_note(unsigned long long failed_us);
 void print_totals(void);
 void write_stats(void);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,16 +61,18 @@ int nr_clients;
 static int cap_clients;
 static struct fd_key *fds;	/* what fd_clients holds */
 static int nr_fds, cap_fds;
-static struct bcg_container *containers;
-static int nr_containers, cap_containers;
 
 struct pod_log {
 	char path[PATH_MAX];	/* the log file, resolved */
 	char id[65];		/* its container */
+	char link[NAME_MAX + 1];	/* kubelet's link to it, in --pod-logs */
+	ino_t link_ino;		/* the link resolved (a new link, a new inode) */
+	struct timespec link_mtime;
 };
 
-static struct pod_log *pod_logs;
-static int nr_pod_logs, cap_pod_logs;
+/* This scan's, sorted by path; the last scan's, sorted by link. */
+static struct pod_log *pod_logs, *last_pod_logs;
+static int nr_pod_logs, cap_pod_logs, nr_last_pod_logs, cap_last_pod_logs;
 
 /* DAEMON is known already: mark it seen if it still runs. */
 static bool daemon_known(pid_t pid)
@@ -203,27 +206,12 @@ void find_daemons(void)
 	nr_daemons = n;
 }
 
-static int collect_container(const struct bcg_container *c, void *arg)
-{
-	if (bcg_grow((void **)&containers, &cap_containers, nr_containers + 1,
-		     sizeof(*containers)))
-		return -ENOMEM;
-	containers[nr_containers++] = *c;
-	return 0;
-}
-
 /*
  * A scan compares each of a daemon's descriptors with the containers, the
  * pod logs and the clients: sorted once a scan, each is a binary search,
  * not a walk of all of them (a daemon holds two or three descriptors a
  * container).
  */
-static int cmp_container(const void *a, const void *b)
-{
-	return strcmp(((const struct bcg_container *)a)->id,
-		      ((const struct bcg_container *)b)->id);
-}
-
 static int cmp_pod_log(const void *a, const void *b)
 {
 	return strcmp(((const struct pod_log *)a)->path, ((const struct pod_log *)b)->path);
@@ -344,21 +332,43 @@ static void forget_client(struct client *cl)
 	account_close(&cl->acct);
 }
 
-/* kubelet's links: NAME-ID.log, ID 64 hex digits, to the container's log. */
+static int cmp_pod_log_link(const void *a, const void *b)
+{
+	return strcmp(((const struct pod_log *)a)->link, ((const struct pod_log *)b)->link);
+}
+
+/*
+ * kubelet's links: NAME-ID.log, ID 64 hex digits, to the container's log.
+ * A link that the last scan resolved, the same inode with the same mtime,
+ * keeps its path: an lstat(2) a link and scan, not a realpath(3)'s walk of
+ * every component of its target.
+ */
 static void scan_pod_logs(void)
 {
+	struct pod_log *log, *last, *swap;
 	char link[PATH_MAX];
 	struct dirent *de;
 	const char *id;
+	struct stat st;
 	size_t len;
+	int cap;
 	DIR *dir;
 
+	qsort(pod_logs, nr_pod_logs, sizeof(*pod_logs), cmp_pod_log_link);
+	swap = last_pod_logs;
+	last_pod_logs = pod_logs;
+	pod_logs = swap;
+	cap = cap_last_pod_logs;
+	cap_last_pod_logs = cap_pod_logs;
+	cap_pod_logs = cap;
+	nr_last_pod_logs = nr_pod_logs;
+	nr_pod_logs = 0;
 	dir = opendir(opt.pod_logs);
 	if (!dir)
 		return;
 	while ((de = readdir(dir))) {
 		len = strlen(de->d_name);
-		if (len <= 69 || strcmp(de->d_name + len - 4, ".log") ||
+		if (len <= 69 || len > NAME_MAX || strcmp(de->d_name + len - 4, ".log") ||
 		    de->d_name[len - 69] != '-')
 			continue;
 		id = de->d_name + len - 68;
@@ -367,12 +377,23 @@ static void scan_pod_logs(void)
 		if (bcg_grow((void **)&pod_logs, &cap_pod_logs, nr_pod_logs + 1,
 			     sizeof(*pod_logs)))
 			break;
+		log = &pod_logs[nr_pod_logs];
+		memcpy(log->link, de->d_name, len + 1);
 		if (snprintf(link, sizeof(link), "%s/%s", opt.pod_logs,
-			     de->d_name) >= (int)sizeof(link) ||
-		    !realpath(link, pod_logs[nr_pod_logs].path))
+			     de->d_name) >= (int)sizeof(link) || lstat(link, &st))
 			continue;
-		memcpy(pod_logs[nr_pod_logs].id, id, 64);
-		pod_logs[nr_pod_logs].id[64] = '\0';
+		last = bsearch(log, last_pod_logs, nr_last_pod_logs, sizeof(*log),
+			       cmp_pod_log_link);
+		if (last && last->link_ino == st.st_ino &&
+		    last->link_mtime.tv_sec == st.st_mtim.tv_sec &&
+		    last->link_mtime.tv_nsec == st.st_mtim.tv_nsec)
+			memcpy(log->path, last->path, sizeof(log->path));
+		else if (!realpath(link, log->path))
+			continue;
+		log->link_ino = st.st_ino;
+		log->link_mtime = st.st_mtim;
+		memcpy(log->id, id, 64);
+		log->id[64] = '\0';
 		nr_pod_logs++;
 	}
 	closedir(dir);
@@ -425,16 +446,18 @@ static bool engine_file_id(const char *target, char *id, size_t len)
  * file open for reading serves a `logs` request, which is not the
  * container's work.
  */
-static bool fd_carries_output(pid_t daemon, DIR *dir, const char *fd)
+static bool fd_carries_output(pid_t daemon, DIR *dir, const char *fd, bool *file)
 {
 	char path[PATH_MAX], info[256];
 	const char *flags;
 	struct stat st;
 
+	*file = false;
 	if (fstatat(dirfd(dir), fd, &st, 0))
 		return false;
 	if (S_ISFIFO(st.st_mode))
 		return true;
+	*file = true;
 	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int)daemon, fd);
 	if (!S_ISREG(st.st_mode) || bcg_read_file(path, info, sizeof(info)) <= 0)
 		return false;
@@ -442,23 +465,69 @@ static bool fd_carries_output(pid_t daemon, DIR *dir, const char *fd)
 	return flags && (strtoul(flags + 6, NULL, 8) & O_ACCMODE) != O_RDONLY;
 }
 
-/* The client of DAEMON whose file TARGET is (a descriptor's link), or NULL. */
+/*
+ * The directories of the log files the daemons write (inotify): a log
+ * file rotated (kubelet's, dockerd's json-file: renamed, and a new one
+ * made and opened) is a descriptor to map, with no change of the engines'
+ * metadata. Watched as their files are mapped; a directory removed drops
+ * its watch.
+ */
+static int log_dirs_fd = -1;
+
+int watch_log_dirs(void)
+{
+	log_dirs_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	return log_dirs_fd < 0 ? -errno : log_dirs_fd;
+}
+
+bool log_dirs_changed(void)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool changed = false;
+
+	while (read(log_dirs_fd, buf, sizeof(buf)) > 0)
+		changed = true;
+	return changed;
+}
+
+/* The directory of FILE, a log file a daemon writes, watched. */
+static void watch_log_dir(const char *file)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(file, '/');
+
+	if (log_dirs_fd < 0 || !slash || slash == file ||
+	    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - file), file) >= (int)sizeof(dir))
+		return;
+	inotify_add_watch(log_dirs_fd, dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+}
+
+/*
+ * The client of DAEMON whose file TARGET is (a descriptor's link), or NULL;
+ * a log file's directory is watched the first time (NEW: the descriptor is
+ * not in the last scan's map).
+ */
 static struct client *fd_client(pid_t daemon, const char *target, DIR *dir,
-				const char *fd)
+				const char *fd, bool new)
 {
 	struct bcg_container key;
 	struct pod_log *log;
 	struct bcg_container *c;
+	struct client *cl;
+	bool file;
 
 	log = bsearch(target, pod_logs, nr_pod_logs, sizeof(*pod_logs), cmp_path_pod_log);
 	if (log)
 		snprintf(key.id, sizeof(key.id), "%s", log->id);
 	else if (!engine_file_id(target, key.id, sizeof(key.id)))
 		return NULL;
-	if (!fd_carries_output(daemon, dir, fd))
+	if (!fd_carries_output(daemon, dir, fd, &file))
 		return NULL;
 	c = bsearch(&key, containers, nr_containers, sizeof(*containers), cmp_container);
-	return c ? daemon_client(daemon, c) : NULL;
+	cl = c ? daemon_client(daemon, c) : NULL;
+	if (cl && file && new)
+		watch_log_dir(target);
+	return cl;
 }
 
 /*
@@ -486,6 +555,7 @@ void scan_daemon_fds(void)
 	const __u32 no_client = 0;
 	static struct fd_key *new;
 	static int cap_new;
+	struct fd_key key;
 	char path[64], target[PATH_MAX];
 	struct dirent *de;
 	ssize_t len;
@@ -493,13 +563,10 @@ void scan_daemon_fds(void)
 
 	/*
 	 * What the descriptors are compared with: only if a daemon has any;
-	 * the containers as the engines' metadata has them now.
+	 * the containers as the scan that came with this one found them
+	 * (sorted by id).
 	 */
-	nr_pod_logs = 0;
 	if (nr_daemons) {
-		nr_containers = 0;
-		bcg_scan_containers(collect_container, NULL);
-		qsort(containers, nr_containers, sizeof(*containers), cmp_container);
 		scan_pod_logs();
 		qsort(pod_logs, nr_pod_logs, sizeof(*pod_logs), cmp_pod_log);
 	}
@@ -521,15 +588,17 @@ void scan_daemon_fds(void)
 			if (len <= 0)
 				continue;
 			target[len] = '\0';
-			cl = fd_client(daemons[d].pid, target, dir, de->d_name);
+			key.tgid = daemons[d].pid;
+			key.fd = (__u32)strtoul(de->d_name, NULL, 10);
+			cl = fd_client(daemons[d].pid, target, dir, de->d_name,
+				       !bsearch(&key, fds, nr_fds, sizeof(*fds), cmp_fd_key));
 			if (cl)
 				cl->seen = true;
 			else if (!fd_runtime(target))
 				continue;
 			if (bcg_grow((void **)&new, &cap_new, nr_new + 1, sizeof(*new)))
 				break;
-			new[nr_new].tgid = daemons[d].pid;
-			new[nr_new].fd = (__u32)strtoul(de->d_name, NULL, 10);
+			new[nr_new] = key;
 			bpf_map_update_elem(map, &new[nr_new], cl ? &cl->id : &no_client,
 					    BPF_ANY);
 			nr_new++;

@@ -18,6 +18,8 @@
 
 /* Charges of rules and clients that are gone: for the totals. */
 unsigned long long gone_charged_us, gone_failed_us;
+unsigned long metadata_scans;
+unsigned long long metadata_scan_ns;
 
 /* ", N us failed" when any did. */
 const char *failed_note(unsigned long long failed_us)
@@ -116,8 +118,9 @@ void write_stats(void)
 		return;
 	}
 	fprintf(f, "{\"mode\": \"%s\", \"time_s\": %lld.%09ld, \"charged_us\": %llu, "
-		"\"failed_us\": %llu, \"cpu_us\": %lld",
+		"\"failed_us\": %llu, \"scans\": %lu, \"scan_cpu_us\": %llu, \"cpu_us\": %lld",
 		mode_names[opt.mode], (long long)ts.tv_sec, ts.tv_nsec, charged, failed,
+		metadata_scans, metadata_scan_ns / 1000,
 		(long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
 		ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 	if (skel)

@@ -566,7 +566,7 @@ static bool charges_itself(pid_t pid)
 	return yes;
 }
 
-static int scan_container(const struct bcg_container *c, void *arg)
+static void scan_container(const struct bcg_container *c)
 {
 	static pid_t told[64];
 	static int nr_told;
@@ -574,13 +574,13 @@ static int scan_container(const struct bcg_container *c, void *arg)
 	struct bcg g;
 
 	if (c->worker_pid <= 0)
-		return 0;
+		return;
 	if (!strcmp(c->engine, "podman") ? !opt.engine_podman : !opt.engine_containerd)
-		return 0;
+		return;
 	r = find_rule(c->worker_pid);
 	if (r) {
 		r->seen = true;
-		return 0;
+		return;
 	}
 	/* Where the kernel lacks the file, it cannot: then borrowd charges. */
 	if (kernel_file > 0 && charges_itself(c->worker_pid)) {
@@ -593,22 +593,71 @@ static int scan_container(const struct bcg_container *c, void *arg)
 			    (int)c->worker_pid, c->id);
 			told[nr_told++ % 64] = c->worker_pid;
 		}
-		return 0;
+		return;
 	}
 	if (client_of(&g, c))
-		return 0;	/* the container is going away */
+		return;	/* the container is going away */
 	add_rule(c->worker_pid, c->worker_start, &g, SRC_ENGINE, c->id);
+}
+
+struct bcg_container *containers;
+int nr_containers;
+static int cap_containers;
+
+static int collect_container(const struct bcg_container *c, void *arg)
+{
+	if (bcg_grow((void **)&containers, &cap_containers, nr_containers + 1,
+		     sizeof(*containers)))
+		return -ENOMEM;
+	containers[nr_containers++] = *c;
 	return 0;
 }
 
+int cmp_container(const void *a, const void *b)
+{
+	return strcmp(((const struct bcg_container *)a)->id,
+		      ((const struct bcg_container *)b)->id);
+}
+
+/*
+ * A binary logger is looked for in a container's first minute (its pid
+ * file's age), and by the agent's first scan in every container: the shim
+ * starts it with the container. A later scan keeps the rule of an older
+ * container whose logger it holds (by pidfd, which tells its exit).
+ */
+#define LOGGER_SEARCH_S		60
+
 void scan_engines(void)
 {
-	if (!opt.engine_podman && !opt.engine_containerd)
+	bool engines = opt.engine_podman || opt.engine_containerd;
+	static bool first = true;
+	struct timespec since;
+
+	clock_gettime(CLOCK_REALTIME, &since);
+	since.tv_sec -= LOGGER_SEARCH_S;
+	/* Read once for the workers and the daemons' files (scan_daemon_fds). */
+	nr_containers = 0;
+	if (engines || daemons_named())
+		bcg_scan_containers_since(collect_container, NULL, first ? NULL : &since);
+	first = false;
+	qsort(containers, nr_containers, sizeof(*containers), cmp_container);
+	if (!engines)
 		return;
 	for (int i = 0; i < nr_rules; i++)
 		if (rules[i].source == SRC_ENGINE)
 			rules[i].seen = false;
-	bcg_scan_containers(scan_container, NULL);
+	for (int i = 0; i < nr_containers; i++)
+		scan_container(&containers[i]);
+	for (int i = 0; i < nr_rules; i++) {
+		struct bcg_container key, *c;
+
+		if (rules[i].source != SRC_ENGINE || rules[i].seen)
+			continue;
+		snprintf(key.id, sizeof(key.id), "%s", rules[i].container);
+		c = bsearch(&key, containers, nr_containers, sizeof(*containers),
+			    cmp_container);
+		rules[i].seen = c && c->logger_unsought;
+	}
 	/*
 	 * A container that is gone (or whose worker now charges for itself)
 	 * drops its rule at the next reap, which charges what the worker ran

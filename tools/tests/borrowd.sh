@@ -417,7 +417,9 @@ guest_tests() {
 	thread_rule_tests
 	thread_rule_tests 2000
 	pod_log_tests
+	log_rotation_tests
 	daemon_scan_tests
+	daemon_start_tests
 	pace_tests
 	pace_ancestor_tests
 	pace_kill_tests
@@ -427,6 +429,7 @@ guest_tests() {
 	exited_worker_tests
 	unlisted_container_tests
 	stop_go_tests
+	old_logger_tests
 	attack_tests
 	self_charger_tests itself
 }
@@ -634,7 +637,7 @@ while not stop:
 
 pod_log_tests() {
 	local id=cccccccccccc0000000000000000000000000000000000000000000000000003
-	local task=$tmp/run/containerd/io.containerd.runtime.v2.task/k8s.io log dpid bpid r0 r1 c0 c1 cpu share
+	local task=$tmp/run/containerd/io.containerd.runtime.v2.task/k8s.io log dpid bpid share got ran
 	make_group cgbd-pod 50000
 	# The container: its init process in its group (containerd's layout).
 	bash -c 'echo $BASHPID >"$1/cgroup.procs"; exec sleep 600' _ "$(cpu_root)/cgbd-pod" &
@@ -652,24 +655,95 @@ pod_log_tests() {
 	wait_for "$tmp/borrowd4.log" "container cccccccccccc go to /cgbd-pod" && rc=0 || rc=1
 	out=$(cat "$tmp/borrowd4.log")
 	check "--pod-logs: a log file kubelet links to maps to its container's group" '[[ $rc -eq 0 ]]'
-	c0=$(charged cgbd-pod)
-	r0=$(runtime "$dpid")
-	touch "$tmp/pod-go"
-	sleep 2
-	kill -STOP "$dpid"
-	r1=$(runtime "$dpid")
-	sleep 0.3
-	kill -TERM "$bpid"
-	wait "$bpid"
-	c1=$(charged cgbd-pod)
+	charged_while cgbd-pod "$dpid" 2 touch "$tmp/pod-go"
 	kill -TERM "$dpid"
 	kill -CONT "$dpid"
 	wait "$dpid"
-	cpu=$(((r1 - r0) / 1000))
-	share=$(python3 -c "print(f'{100 * ($c1 - $c0) / max($cpu, 1):.1f}')")
-	info "pod log: the writer's CPU ${cpu} us, charged $((c1 - c0)) us: ${share} %"
+	share=$(python3 -c "print(f'{100 * $got / max($ran, 1):.1f}')")
+	info "pod log: the writer's CPU ${ran} us, charged ${got} us: ${share} %"
 	check "a daemon thread that only writes a pod's log file is charged to the pod (80 to 101 %)" \
-		'python3 -c "import sys; sys.exit(not ($cpu > 100000 and 80 <= $share <= 101))"'
+		'python3 -c "import sys; sys.exit(not ($ran > 100000 and 80 <= $share <= 101))"'
+}
+
+# A log file rotated (kubelet renames a container's log file and has
+# containerd open a new one; dockerd's json-file driver does the same) is a
+# descriptor of the daemon's that the last scan did not map, with no change
+# of the engines' metadata: borrowd maps it as the log's directory changes,
+# not at its next rescan (an hour away here). The writer reopens its file
+# on SIGHUP.
+rotation_py='
+import os, signal, sys, time
+reopen = []
+signal.signal(signal.SIGHUP, lambda *a: reopen.append(1))
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+    if reopen:
+        reopen.clear()
+        new = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+        os.close(fd)
+        fd = new
+while True:
+    os.write(fd, b"line\n")
+    end = time.thread_time() + 0.002
+    while time.thread_time() < end:
+        pass
+    time.sleep(0.008)
+'
+
+log_rotation_tests() {
+	local id=cccccccccccc0000000000000000000000000000000000000000000000000009
+	local task=$tmp/run/containerd/io.containerd.runtime.v2.task/k8s.io log dpid bpid share got ran rc
+	make_group cgbd-rot 50000
+	bash -c 'echo $BASHPID >"$1/cgroup.procs"; exec sleep 600' _ "$(cpu_root)/cgbd-rot" &
+	pids+=("$!")
+	mkdir -p "$task/$id" "$tmp/pods/default_r_uid-r/c" "$tmp/containers"
+	echo "$!" >"$task/$id/init.pid"
+	log=$tmp/pods/default_r_uid-r/c/0.log
+	: >"$log"
+	ln -s "$log" "$tmp/containers/r_default_c-$id.log"
+	python3 -c "$rotation_py" "$log" "$tmp/rot-go" &
+	dpid=$!
+	pids+=("$dpid")
+	echo "$dpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
+	start_borrowd "$tmp/rot.log" --engines none --daemon "$dpid" --scan-ms 200 \
+		--rescan-s 3600 --pod-logs "$tmp/containers"
+	wait_for "$tmp/rot.log" "container cccccccccccc go to /cgbd-rot" && rc=0 || rc=1
+	# Past the scans that follow borrowd's start.
+	sleep 11
+	mv "$log" "$log.1"
+	kill -HUP "$dpid"
+	sleep 1
+	charged_while cgbd-rot "$dpid" 2 touch "$tmp/rot-go"
+	kill -TERM "$dpid"
+	kill -CONT "$dpid"
+	wait "$dpid"
+	share=$(python3 -c "print(f'{100 * $got / max($ran, 1):.1f}')")
+	out=$(cat "$tmp/rot.log")
+	info "rotated pod log: the writer's CPU ${ran} us, charged ${got} us: ${share} %"
+	check "a pod log rotated (renamed, the new file opened) is charged to its pod with no rescan (80 to 101 %)" \
+		'[[ $rc -eq 0 ]] && python3 -c "import sys; sys.exit(not ($ran > 100000 and 80 <= $share <= 101))"'
+	rm -rf "${task:?}/$id" "$tmp/containers/r_default_c-$id.log"
+}
+
+# charged_while GROUP PID SECS CMD...: CMD sets PID going; PID is stopped
+# SECS s later, and borrowd ($bpid) 0.3 s after that (its last charges
+# made): PID's CPU time in between into $ran (us), GROUP's charges into
+# $got (us).
+charged_while() {
+	local group=$1 pid=$2 secs=$3 c0 r0 r1
+	shift 3
+	c0=$(charged "$group")
+	r0=$(runtime "$pid")
+	"$@"
+	sleep "$secs"
+	kill -STOP "$pid"
+	r1=$(runtime "$pid")
+	sleep 0.3
+	kill -TERM "$bpid"
+	wait "$bpid"
+	got=$(($(charged "$group") - c0))
+	ran=$(((r1 - r0) / 1000))
 }
 
 # spinner GROUP [CPU]: a busy loop in GROUP (on CPU, if given), its pid in
@@ -1088,6 +1162,34 @@ daemon_scan_tests() {
 	rm -rf /var/log/pods/k8s_pod* /var/log/containers/pod*_k8s_c*-c*.log
 }
 
+# A daemon named (--daemon NAME) is looked for at the start and as the
+# engines' metadata changes (a daemon serves a container as the container
+# is made), not at every rescan: one that starts after borrowd is found
+# with the next container. (tail stands for the daemon: a binary of the
+# host, in its mount namespace, that nothing else in the suite runs.)
+daemon_start_tests() {
+	local tpid rc task=$tmp/run/containerd/io.containerd.runtime.v2.task/k8s.io
+	local id=c000000000000000000000000000000000000000000000000000000000000077
+	start_borrowd "$tmp/dstart.log" --engines none --daemon tail --scan-ms 200 --rescan-s 1
+	wait_for "$tmp/dstart.log" "ready" || true
+	tail -f /dev/null &
+	tpid=$!
+	pids+=("$tpid")
+	sleep 1.5
+	mkdir -p "$task/$id"
+	bash -c 'exec sleep 600' &
+	pids+=("$!")
+	echo "$!" >"$task/$id/init.pid"
+	wait_for "$tmp/dstart.log" "shared daemon $tpid (tail)" 5 && rc=0 || rc=1
+	kill -TERM "$bpid"
+	wait "$bpid"
+	out=$(cat "$tmp/dstart.log")
+	check "a daemon that starts after borrowd is found as the next container is made" \
+		'[[ $rc -eq 0 ]]'
+	kill "$tpid"
+	rm -rf "${task:?}/$id"
+}
+
 # charged_settled GROUP: what GROUP was charged once borrowd (charging
 # every round, --min-charge-us 0) has charged all there is: two reads
 # 0.3 s (three rounds) apart that agree, 10 tries; empty if none agree.
@@ -1182,6 +1284,58 @@ unlisted_container_tests() {
 	check "a container that leaves the engine's list is charged what its worker ran until then, within ${tolerance_pct} %" \
 		'[[ $rc -eq 0 && $((U - u0)) -gt 100000 ]] && python3 -c "import sys; sys.exit(abs($diff_pct) > $tolerance_pct)"'
 	kill -KILL "$wpid" "$init"
+}
+
+# A binary logger is looked for in its container's first minute (the age
+# of its pid file) and by borrowd's first scan, not by every rescan (the
+# search reads every process's stat): past that minute a rescan keeps the
+# logger it holds, and charges it; a borrowd started then finds it. The
+# layout is containerd's: a shim (in the workers' group) whose children are
+# the container's init (in the container's group) and the logger.
+old_logger_tests() {
+	local task=$tmp/run/containerd/io.containerd.runtime.v2.task/default
+	local id=dddddddddddd0000000000000000000000000000000000000000000000000007
+	local init logger age rc diff_pct scans got ran
+	make_group cgbd-old 50000
+	mkdir -p "$task/$id"
+	bash -c 'echo $BASHPID >"$1/cgroup.procs"
+		bash -c "echo \$BASHPID >\"$2/cgroup.procs\"; exec sleep 600" & echo $! >"$3.init"
+		CONTAINER_ID=$4 CONTAINER_NAMESPACE=default bash -c "kill -STOP \$BASHPID; while :; do :; done" &
+		echo $! >"$3.logger"
+		wait' _ "$(cpu_root)/cgbd-worker" "$(cpu_root)/cgbd-old" "$tmp/oldshim" "$id" &
+	pids+=("$!")
+	wait_for "$tmp/oldshim.logger" . && wait_for "$tmp/oldshim.init" .
+	init=$(cat "$tmp/oldshim.init") logger=$(cat "$tmp/oldshim.logger")
+	pids+=("$init" "$logger")
+	echo "$init" >"$task/$id/init.pid"
+	start_borrowd "$tmp/old1.log" --engines containerd --scan-ms 200 --rescan-s 1
+	wait_for "$tmp/old1.log" "worker $logger (bash) works for /cgbd-old" && rc=0 || rc=1
+	out=$(cat "$tmp/old1.log")
+	check "a containerd logger is found in its container's first minute" '[[ $rc -eq 0 ]]'
+	# Rescans every second until the pid file is past its first minute.
+	age=$(($(date +%s) - $(stat -c %Y "$task/$id/init.pid")))
+	((age < 62)) && sleep $((62 - age))
+	charged_while cgbd-old "$logger" 1 kill -CONT "$logger"
+	out=$(cat "$tmp/old1.log")
+	diff_pct=$(python3 -c "print(f'{100 * ($got - $ran) / max($ran, 1):+.3f}')")
+	scans=$(python3 -c "import json; print(json.load(open('$bstats'))['scans'])")
+	info "old container: $scans scans; its logger ran ${ran} us, charged ${got} us (${diff_pct} %)"
+	check "past its container's first minute, rescans (one a second) keep the logger's rule" \
+		'[[ $scans -ge 50 && $out != *"worker $logger (bash) for /cgbd-old: gone"* ]]'
+	check "... and it is charged what it runs then, within ${tolerance_pct} %" \
+		'[[ $ran -gt 100000 ]] && python3 -c "import sys; sys.exit(abs($diff_pct) > $tolerance_pct)"'
+	start_borrowd "$tmp/old2.log" --engines containerd --scan-ms 200 --rescan-s 1
+	wait_for "$tmp/old2.log" "worker $logger (bash) works for /cgbd-old" && rc=0 || rc=1
+	check "a borrowd started past the container's first minute finds its logger" '[[ $rc -eq 0 ]]'
+	# Its later scans do not look for the logger: the container's going
+	# still drops it.
+	sleep 2
+	rm -rf "${task:?}/$id"
+	wait_for "$tmp/old2.log" "worker $logger (bash) for /cgbd-old: gone" 5 && rc=0 || rc=1
+	kill -TERM "$bpid"
+	wait "$bpid"
+	check "... and drops it when the container leaves the engine's list" '[[ $rc -eq 0 ]]'
+	kill -KILL "$logger" "$init"
 }
 
 # A container must not decide who pays: each attack comes from a

@@ -4,7 +4,10 @@
 # its own with a quota (--quota US per 100 ms, default 50000), and its
 # conmon, so that borrowd finds N workers and charges them every 100 ms,
 # as it would on a node; measured from 12 s after borrowd has found them
-# (in its first 10 s it reads the metadata every second). The
+# (in its first 10 s it reads the metadata every second), over --seconds
+# (default 30: borrowd runs with --rescan-s 30, ten times as often as by
+# default, so that a window holds a read of the metadata and shows its
+# cost). The
 # containers sleep, but for the first M (--logging M): their init is a busy
 # loop and their conmon works US of every 50 ms (--work US, default 5000:
 # a logging process), so that borrowd charges them, and in quota mode
@@ -12,7 +15,8 @@
 # for a shared daemon NAME (none runs: the cost of its programs on every
 # read and write).
 # With --engine cri the containers are containerd CRI's instead: an init
-# in the container's group recorded by its shim's init.pid, and one daemon
+# in the container's group, a child of its shim, which records it in
+# init.pid, and one daemon
 # (tools/tests/cri_daemon.py, borrowd --daemon PID) that holds every
 # container's FIFOs and log file (kubelet's link to it too) and copies its
 # lines: a logging container's init writes a line every 50 ms, on which
@@ -35,14 +39,16 @@
 # every read of a group's usage (usage/s, nr_periods' included), the
 # looks its rounds spared where the BPF programs' count of a group's runs
 # showed nothing a look could pay (spared/s), in its rounds (rounds/s: a
-# round is its work and 100 ms of sleep), and the window (s) the rates
+# round is its work and 100 ms of sleep), its reads of the engines'
+# metadata in the window (scans) and the CPU time a read took (ms/scan:
+# the daemons' files included, with --daemon), and the window (s) the rates
 # divide by: the time between the two --stats files the numbers come from
 # (borrowd's CPU time, its programs' run time and its counts, each taken at
 # once), not the time asked for, which a busy guest stretches. Exits 1
 # when a line's rounds exceed what its window allows.
 set -uo pipefail
 
-secs=10 logging=0 mode=auto quota=50000 work=5000 daemon=() settle=12 engine=podman
+secs=30 logging=0 mode=auto quota=50000 work=5000 daemon=() settle=12 engine=podman
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--seconds) secs=$2; shift 2 ;;
@@ -52,7 +58,7 @@ while [[ $# -gt 0 ]]; do
 	--work) work=$2; shift 2 ;;
 	--daemon) daemon=(--daemon "$2"); shift 2 ;;
 	--engine) engine=$2; shift 2 ;;
-	-h | --help) sed -n '2,37p' "$0" | cut -c3-; exit 0 ;;
+	-h | --help) sed -n '2,48p' "$0" | cut -c3-; exit 0 ;;
 	-*) echo "unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -74,7 +80,10 @@ stats_was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
 	local p
-	for p in "${pids[@]}" ${dpid:-}; do kill "$p" 2>/dev/null; done
+	# The containers killed outright: a bash that a SIGTERM finds in
+	# its busy loop may say that the loop's arithmetic failed first.
+	((${#pids[@]})) && kill -KILL "${pids[@]}" 2>/dev/null
+	[[ ${dpid:-} ]] && kill "$dpid" 2>/dev/null
 	wait 2>/dev/null
 	sysctl -qw kernel.bpf_stats_enabled="$stats_was" 2>/dev/null
 	rm -rf "$run"
@@ -127,13 +136,16 @@ bpf_ms = (b.get("bpf_run_time_ns", 0) - a.get("bpf_run_time_ns", 0)) / 1e6 / sec
 # time (a quiet guest) would say nothing.
 busy = busy1 - busy0
 share = f"{100 * (cpu_ms + bpf_ms) * secs * 1e6 / busy:.2f}" if busy >= 1e9 else "-"
+scans = b.get("scans", 0) - a.get("scans", 0)
 def rate(key):
     return (b.get(key, 0) - a.get(key, 0)) / secs
 print(fmt % (n, min(m, n), f"{cpu_ms:.3f}", f"{bpf_ms:.3f}", f"{cpu_ms + bpf_ms:.3f}",
              f"{(cpu_ms + bpf_ms) * 100 / n:.3f}", share, f"{rate('writes'):.1f}",
              b.get("lowered_groups", 0), f"{rate('period_looks'):.0f}",
              f"{rate('runnable_counts'):.0f}", f"{rate('looks'):.0f}",
-             f"{rate('looks_spared'):.0f}", f"{rate('rounds'):.1f}", f"{secs:.3f}"))
+             f"{rate('looks_spared'):.0f}", f"{rate('rounds'):.1f}", scans,
+             f"{(b['scan_cpu_us'] - a['scan_cpu_us']) / 1e3 / scans:.1f}" if scans else "-",
+             f"{secs:.3f}"))
 for name, p in sorted(b.get("bpf_programs", {}).items()):
     q = a.get("bpf_programs", {}).get(name, {"run_time_ns": 0, "run_cnt": 0})
     runs = p["run_cnt"] - q["run_cnt"]
@@ -190,9 +202,9 @@ fi
 echo "# kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup), $(nproc) CPUs; borrowd --mode $mode;" \
 	"quotas $quota us per 100 ms; $logging logging containers ($work_is);" \
 	"${daemon[*]:-no daemon}; over ${secs} s"
-fmt='%10s %8s %11s %11s %11s %14s %10s %10s %8s %8s %10s %8s %9s %8s %9s\n'
+fmt='%10s %8s %11s %11s %11s %14s %10s %10s %8s %8s %10s %8s %9s %8s %6s %8s %9s\n'
 # shellcheck disable=SC2059 # the format is ours
-printf "$fmt" containers logging "CPU (ms/s)" "BPF (ms/s)" "sum (ms/s)" "per 100 (ms/s)" "% of busy" writes/s lowered looks/s counts/s usage/s spared/s rounds/s "window (s)"
+printf "$fmt" containers logging "CPU (ms/s)" "BPF (ms/s)" "sum (ms/s)" "per 100 (ms/s)" "% of busy" writes/s lowered looks/s counts/s usage/s spared/s rounds/s scans ms/scan "window (s)"
 for n in "$@"; do
 	# The containers made so far stopped while more are made: busy ones
 	# would slow the set-up down (a node is no busier while it starts
@@ -221,24 +233,30 @@ for n in "$@"; do
 		userdata "$made"
 		set_quota "$cg/ovh-$made"
 		if [[ $engine == cri ]]; then
-			# The container's init, which its shim recorded; a logging
-			# one, busy, writes a line every 50 ms (if its quota lets
-			# it run then).
+			# The container's shim, and its child the container's
+			# init, which the shim recorded; a logging one, busy,
+			# writes a line every 50 ms (if its quota lets it run
+			# then). One shim a container, as containerd starts
+			# them: borrowd looks among a shim's children for a
+			# binary logger.
 			fifo "$made"
 			(
 				exec 9<>"$run/never"
-				if ((made < logging)); then
-					until [[ -e $run/go ]]; do read -r -t 1 -u 9; done
-				fi
-				echo "$BASHPID" >"$cg/ovh-$made/cgroup.procs"
-				echo "$BASHPID" >"$pidfile"
-				((made < logging)) || while :; do read -r -t 3600 -u 9; done
-				exec 3>"$fifo"
-				while :; do
-					t=$((${EPOCHREALTIME/./} + 50000))
-					while ((${EPOCHREALTIME/./} < t)); do :; done
-					echo "a line of container $made" >&3
-				done
+				(
+					if ((made < logging)); then
+						until [[ -e $run/go ]]; do read -r -t 1 -u 9; done
+					fi
+					echo "$BASHPID" >"$cg/ovh-$made/cgroup.procs"
+					echo "$BASHPID" >"$pidfile"
+					((made < logging)) || while :; do read -r -t 3600 -u 9; done
+					exec 3>"$fifo"
+					while :; do
+						t=$((${EPOCHREALTIME/./} + 50000))
+						while ((${EPOCHREALTIME/./} < t)); do :; done
+						echo "a line of container $made" >&3
+					done
+				) &
+				while :; do read -r -t 3600 -u 9; done
 			) &
 			pids+=("$!")
 			continue
@@ -287,7 +305,7 @@ for n in "$@"; do
 		read -r p <"$pidfile"
 		pids+=("$p")
 	done
-	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines "$engines" --mode "$mode" "${daemon[@]}" \
+	CGBORROW_RUNDIR=$run taskset -c 1 "$bin" --engines "$engines" --mode "$mode" "${daemon[@]}" --rescan-s 30 \
 		--stats "$run/stats.json" --quota-state "$run/quota" >"$run/borrowd.log" 2>&1 &
 	bpid=$!
 	# Started when it has found every worker (with CRI: every container

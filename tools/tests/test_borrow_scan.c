@@ -5,9 +5,10 @@
  * shim's child with the container's id and namespace in its environment),
  * the init's pid file where the shim writes it. Each container's logger is
  * found, a process that claims a container's id from elsewhere is not, and
- * a scan reads each process's files once, not once per container. The
- * watch on the engines' metadata sees containers come and go, and nothing
- * else. KTAP on stdout.
+ * a scan reads each process's files once, not once per container; a scan
+ * since a time after the pid files looks for no logger. The watch on the
+ * engines' metadata sees containers come and go, and nothing else. KTAP on
+ * stdout.
  *
  *   test_borrow_scan [--bench N]
  *
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../borrow_cg.h"
@@ -130,6 +132,13 @@ static int record(const struct bcg_container *c, void *arg)
 	return 0;
 }
 
+/* A container whose logger the scan did not look for. */
+static int count_unsought(const struct bcg_container *c, void *arg)
+{
+	*(int *)arg += c->logger_unsought && !c->worker_pid;
+	return 0;
+}
+
 /* This process's read(2) calls so far (/proc/self/io). */
 static long long reads(void)
 {
@@ -169,7 +178,8 @@ int main(int argc, char **argv)
 	char run[] = "/tmp/test_borrow_scan.XXXXXX", cmd[256];
 	char claim[96], *const claim_env[] = { claim, "CONTAINER_NAMESPACE=default", NULL };
 	long long r0, r1;
-	int all = 1, procs, watch = -1;
+	int all = 1, procs, watch = -1, unsought = 0;
+	struct timespec since;
 	pid_t impostor;
 
 	if (bench)
@@ -183,7 +193,7 @@ int main(int argc, char **argv)
 	if (!containers || !found)
 		die("calloc");
 	if (!bench)
-		printf("TAP version 13\n1..6\n");
+		printf("TAP version 13\n1..7\n");
 	if (!mkdtemp(run))
 		die("mkdtemp");
 	setenv("CGBORROW_RUNDIR", run, 1);
@@ -246,6 +256,20 @@ int main(int argc, char **argv)
 		result(r1 - r0 <= procs + 12 * nr_containers,
 		       "a scan reads each process's stat once, not once per container (at most processes + 12 per container)");
 	}
+	/*
+	 * Written before SINCE, every pid file: a scan since then looks for
+	 * no logger (its pid file and its init's stat a container; and
+	 * reads() its own read of /proc/self/io).
+	 */
+	clock_gettime(CLOCK_REALTIME, &since);
+	since.tv_sec += 3600;
+	r0 = reads();
+	bcg_scan_containers_since(count_unsought, &unsought, &since);
+	r1 = reads();
+	printf("# a scan since after the pid files: %d of %d loggers not looked for, %lld reads\n",
+	       unsought, nr_containers, r1 - r0);
+	result(unsought == nr_containers && (r0 < 0 || r1 - r0 <= 2 * nr_containers + 1),
+	       "a scan since a time after the containers' pid files looks for no logger, and reads 2 files a container");
 	snprintf(cmd, sizeof(cmd), "rm -r %s/containerd/%s/default/%.12s*", run,
 		 "io.containerd.runtime.v2.task", containers[0].id);
 	if (system(cmd))
