@@ -189,10 +189,14 @@ static_checks() {
 			n=$((n + 1))
 			echo "ok $n ruff check and format # SKIP ruff is not installed and pip could not install it"
 		fi
+		# table.md from raw/, and each earlier run's table-REV.md from raw-REV/.
 		check "experiments/results/agent-cost's tables are what agent_cost_report.py makes of their raw logs" \
 			bash -c "cd '$CFSB_ROOT/experiments/results/agent-cost' &&
 			diff -u table.md <('$CFSB_ROOT/experiments/agent_cost_report.py' raw/*.log) &&
-			diff -u table-c97d2d1.md <('$CFSB_ROOT/experiments/agent_cost_report.py' raw-c97d2d1/*.log)"
+			for t in table-*.md; do
+				r=\${t#table-}
+				diff -u \"\$t\" <('$CFSB_ROOT/experiments/agent_cost_report.py' raw-\${r%.md}/*.log) || exit 1
+			done"
 		# The tools are userspace: volatile sig_atomic_t is right there,
 		# the kernel's __printf() does not exist, and usage texts split.
 		check "checkpatch --strict on the tools' C (but the kernel-only rules)" \

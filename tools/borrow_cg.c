@@ -467,6 +467,26 @@ static const struct engine_layout engines[] = {
 	  "conmon.pid", 3, false },
 };
 
+/*
+ * A container of containerd's CRI plugin (a pod's container, or its
+ * sandbox): its output goes through containerd itself, never a binary
+ * logger. Its directories in the run directory are containerd's.
+ */
+static bool cri_container(const char *id)
+{
+	static const char *const kinds[] = { "containers", "sandboxes" };
+	char path[PATH_MAX];
+	struct stat st;
+
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		if (snprintf(path, sizeof(path), "%s/containerd/io.containerd.grpc.v1.cri/%s/%s",
+			     bcg_run_dir(), kinds[i], id) < (int)sizeof(path) &&
+		    !stat(path, &st) && S_ISDIR(st.st_mode))
+			return true;
+	}
+	return false;
+}
+
 int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
 			void *arg)
 {
@@ -480,7 +500,6 @@ int bcg_scan_containers_since(int (*fn)(const struct bcg_container *c, void *arg
 	struct proc_index ix = { 0 };
 	struct bcg_proc init, w;
 	struct bcg_container c;
-	struct timespec written;
 	int ret = 0;
 
 	for (size_t e = 0; !ret && e < ARRAY_SIZE(engines); e++) {
@@ -497,7 +516,7 @@ int bcg_scan_containers_since(int (*fn)(const struct bcg_container *c, void *arg
 			snprintf(c.engine, sizeof(c.engine), "%s", engines[e].engine);
 			path_component(file, engines[e].id_depth, c.id, sizeof(c.id));
 			/* A pid file can outlive its process: is it still that one? */
-			c.init_pid = pid_file_process(file, &init, &written);
+			c.init_pid = pid_file_process(file, &init, &c.written);
 			if (c.init_pid <= 0)
 				continue;
 			c.init_start = init.start;
@@ -514,12 +533,13 @@ int bcg_scan_containers_since(int (*fn)(const struct bcg_container *c, void *arg
 				if (c.worker_pid != init.ppid)
 					c.worker_pid = 0;
 			} else if (engines[e].logger && since &&
-				   ts_ns(&written) < ts_ns(since)) {
+				   ts_ns(&c.written) < ts_ns(since)) {
 				c.logger_unsought = true;
-			} else if (engines[e].logger) {
+			} else if (engines[e].logger && !cri_container(c.id)) {
 				path_component(file, 3, ns, sizeof(ns));
 				c.worker_pid = find_logger(&ix, ns, c.id, c.init_pid,
 							   init.ppid, &w);
+				c.logger_missing = !c.worker_pid;
 			}
 			if (c.worker_pid)
 				c.worker_start = w.start;
@@ -593,8 +613,11 @@ static void watch_dir(const char *dir, size_t e, int level)
 
 	wd = inotify_add_watch(watch_fd, dir, WATCH_EVENTS);
 	if (wd < 0) {
-		/* A directory that went meanwhile is no loss. */
-		if (errno != ENOENT && errno != ENOTDIR)
+		/*
+		 * A directory that went meanwhile is no loss; the run
+		 * directory is: nothing under it could be seen to come.
+		 */
+		if (level == 0 || (errno != ENOENT && errno != ENOTDIR))
 			watch_err = -errno;
 		return;
 	}

@@ -68,6 +68,12 @@ struct bcg_container {
 	unsigned long long init_start, worker_start;
 	/* A binary logger may work for it: not looked for (..._since()). */
 	bool logger_unsought;
+	/*
+	 * Looked for and not found (a containerd container, not the CRI
+	 * plugin's): one may still come while the container is young.
+	 */
+	bool logger_missing;
+	struct timespec written;	/* its init's pid file (CLOCK_REALTIME) */
 };
 
 /* What /proc/PID/stat says of a process. */
@@ -128,7 +134,8 @@ int bcg_scan_containers(int (*fn)(const struct bcg_container *c, void *arg),
  * The same, but looks for a container's binary logger only if its pid file
  * was written at or after SINCE (CLOCK_REALTIME; NULL: always): the shim
  * starts the logger as it starts the container, and the search reads every
- * process's stat, which a scan of a node's old containers need not.
+ * process's stat, which a scan of a node's old containers need not. (The
+ * CRI plugin's containers have none: never looked for.)
  */
 int bcg_scan_containers_since(int (*fn)(const struct bcg_container *c, void *arg),
 			      void *arg, const struct timespec *since);

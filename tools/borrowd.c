@@ -147,7 +147,9 @@ static const char usage_text[] =
 "                       kernel's CFS bandwidth slice, 5000; 0: none waits)\n"
 "  --scan-ms MS         look for containers, shared daemons and their files\n"
 "                       at most every MS ms, for " STR(SETTLE_S) " s after the engines'\n"
-"                       metadata changed or a daemon exited (default 1000)\n"
+"                       metadata changed (while a containerd logger may still\n"
+"                       come, or with a shared daemon) or a daemon exited\n"
+"                       (default 1000)\n"
 "  --rescan-s SEC       look for containers every SEC s even when nothing\n"
 "                       changed, should a change have been missed (default 300)\n"
 "  --no-worker-pid      charge \"USEC\" only, not \"USEC PID\" (the default\n"
@@ -718,8 +720,8 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	double start, next_scan = 0, last_scan = -1e9, settle_until = 0;
 	unsigned long long scan_began = 0;
-	double last_logs_scan = -1e9;
-	bool logs_due = false;
+	double last_logs_scan = -1e9, daemon_settle_until = 0;
+	bool logs_due = false, awaited = false;
 	double next_note = 0;
 	int ret, layout;
 
@@ -892,8 +894,10 @@ int main(int argc, char **argv)
 		reap = read_events(&changed, &logs);
 		logs_due |= logs;
 		/* A shared daemon exited: another may take its containers over. */
-		if (daemons_named() && daemon_exited())
+		if (daemons_named() && daemon_exited()) {
 			changed = true;
+			daemon_settle_until = now + SETTLE_S;
+		}
 		if (changed) {
 			settle_until = now + SETTLE_S;
 			if (next_scan > last_scan + scan_s)
@@ -902,7 +906,7 @@ int main(int argc, char **argv)
 		scan = now >= next_scan;
 		if (scan) {
 			scan_began = thread_cpu_ns();
-			scan_engines();
+			awaited = scan_engines();
 			metadata_scans++;
 			last_scan = now;
 			next_scan = now + (watch_fd >= 0 && now >= settle_until ?
@@ -937,6 +941,18 @@ int main(int argc, char **argv)
 		}
 		if (scan)
 			metadata_scan_ns += thread_cpu_ns() - scan_began;
+		/*
+		 * The scans after a change are for a containerd logger that
+		 * starts after its container's pid file, and a shared daemon
+		 * that opens a container's files after it (or takes over
+		 * another's containers): where neither can be, a change costs
+		 * one scan.
+		 */
+		if (scan && !awaited && !daemons_held() && watch_fd >= 0 &&
+		    settle_until > now) {
+			settle_until = now > daemon_settle_until ? now : daemon_settle_until;
+			next_scan = now + (now >= settle_until ? opt.rescan_s : scan_s);
+		}
 		note = now >= next_note;
 		if (note)
 			next_note = now + scan_s;

@@ -128,12 +128,13 @@ void charge_all(bool reap, bool note, bool final);
 int client_of(struct bcg *g, const struct bcg_container *c);
 /*
  * Reads the engines' metadata into containers[], sorted by id (with
- * --daemon too, for scan_daemon_fds()), and takes every worker it names.
+ * --daemon too, for scan_daemon_fds()), and takes every worker it names:
+ * whether a young containerd container's logger is still to come.
  */
 extern struct bcg_container *containers;
 extern int nr_containers;
 int cmp_container(const void *a, const void *b);
-void scan_engines(void);
+bool scan_engines(void);
 
 /* borrowd_pace.c */
 void make_state_dir(const char *file);
@@ -157,6 +158,8 @@ void charge_clients(bool final);
 void scan_daemon_fds(void);
 /* A daemon held has exited (its pidfd polls readable). */
 bool daemon_exited(void);
+/* A daemon is held: it may open a container's files after the change. */
+bool daemons_held(void);
 /*
  * Watches the directories of the log files the daemons write: the inotify
  * descriptor to wait on, or -errno; log_dirs_changed() reads its events.

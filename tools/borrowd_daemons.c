@@ -541,6 +541,11 @@ static bool fd_runtime(const char *target)
 	return !strncmp(target, "anon_inode:", 11) || !strncmp(target, "pipe:", 5);
 }
 
+bool daemons_held(void)
+{
+	return nr_daemons > 0;
+}
+
 bool daemon_exited(void)
 {
 	for (int i = 0; i < nr_daemons; i++)

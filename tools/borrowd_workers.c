@@ -627,9 +627,9 @@ int cmp_container(const void *a, const void *b)
  */
 #define LOGGER_SEARCH_S		60
 
-void scan_engines(void)
+bool scan_engines(void)
 {
-	bool engines = opt.engine_podman || opt.engine_containerd;
+	bool engines = opt.engine_podman || opt.engine_containerd, awaited = false;
 	static bool first = true;
 	struct timespec since;
 
@@ -642,12 +642,19 @@ void scan_engines(void)
 	first = false;
 	qsort(containers, nr_containers, sizeof(*containers), cmp_container);
 	if (!engines)
-		return;
+		return false;
 	for (int i = 0; i < nr_rules; i++)
 		if (rules[i].source == SRC_ENGINE)
 			rules[i].seen = false;
-	for (int i = 0; i < nr_containers; i++)
-		scan_container(&containers[i]);
+	for (int i = 0; i < nr_containers; i++) {
+		const struct bcg_container *c = &containers[i];
+
+		scan_container(c);
+		awaited |= opt.engine_containerd && c->logger_missing &&
+			   (c->written.tv_sec > since.tv_sec ||
+			    (c->written.tv_sec == since.tv_sec &&
+			     c->written.tv_nsec >= since.tv_nsec));
+	}
 	for (int i = 0; i < nr_rules; i++) {
 		struct bcg_container key, *c;
 
@@ -666,4 +673,5 @@ void scan_engines(void)
 	for (int i = 0; i < nr_rules; i++)
 		if (rules[i].source == SRC_ENGINE && !rules[i].seen)
 			rules[i].unlisted = true;
+	return awaited;
 }

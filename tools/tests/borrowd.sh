@@ -63,6 +63,8 @@ tolerance_pct=${BORROWD_TOLERANCE_PCT:-1}
 
 
 tmp=$(mktemp -d)
+# The engines' run directory (a node's /run), which borrowd watches.
+mkdir -p "$tmp/run"
 pids=()
 # kill_leftovers: whatever is left in the test's groups (an orphan the list
 # missed would keep the TAP stream's pipe open, and take a test's CPU).
@@ -268,6 +270,19 @@ conmon_record() {
 	echo "$3" >"$dir/${4:-conmon.pid}"
 }
 
+# conmon_and_init GROUP: a stand-in for a container's conmon (it sleeps)
+# and its child, the container's init, sleeping in GROUP: their pids in
+# $conmon and $init.
+conmon_and_init() {
+	bash -c 'bash -c "echo \$BASHPID >\"$1/cgroup.procs\"; exec sleep 600" & echo $! >"$2"; exec sleep 600' \
+		_ "$(cpu_root)/$1" "$tmp/$1.init" &
+	conmon=$!
+	pids+=("$conmon")
+	wait_for "$tmp/$1.init" .
+	init=$(cat "$tmp/$1.init")
+	pids+=("$init")
+}
+
 # start_borrowd LOG ARG...: borrowd in the background, on the test's run
 # directory, its output in LOG, its --stats in LOG.json ($bstats); its pid
 # in $bpid (cleanup kills it).
@@ -429,6 +444,7 @@ guest_tests() {
 	exited_worker_tests
 	unlisted_container_tests
 	stop_go_tests
+	change_scans_tests
 	old_logger_tests
 	attack_tests
 	self_charger_tests itself
@@ -1286,6 +1302,76 @@ unlisted_container_tests() {
 	kill -KILL "$wpid" "$init"
 }
 
+# After a change of the engines' metadata borrowd reads it again every
+# --scan-ms for 10 s only while a young containerd container's logger may
+# still come (a shim starts it after the pid file): a Podman container
+# costs the scans of its files' events, not 10 s of them. A containerd
+# logger that starts 3 s after its container's pid file is still found.
+change_scans_tests() {
+	local task=$tmp/run/containerd/io.containerd.runtime.v2.task/default
+	local id=dddddddddddd0000000000000000000000000000000000000000000000000008
+	local conmon init s0 s1 rc logger
+	make_group cgbd-chg 50000
+	conmon_and_init cgbd-chg
+	start_borrowd "$tmp/chg.log" --engines podman,containerd --scan-ms 200
+	wait_for "$tmp/chg.log" "ready" || true
+	sleep 1
+	stats_now
+	read -r s0 < <(stats_fields "$bstats" scans)
+	conmon_record aaaa8888 "$init" "$conmon"
+	wait_for "$tmp/chg.log" "works for /cgbd-chg, container aaaa8888" && rc=0 || rc=1
+	sleep 3
+	stats_now
+	read -r s1 < <(stats_fields "$bstats" scans)
+	out=$(cat "$tmp/chg.log")
+	info "a Podman container made: $((s1 - s0)) scans in the 3 s after it (--scan-ms 200)"
+	check "a Podman container made costs the scans of its files' events (at most 4 in 3 s), not one every --scan-ms" \
+		'[[ $rc -eq 0 && -n $s0 && -n $s1 && $((s1 - s0)) -ge 1 && $((s1 - s0)) -le 4 ]]'
+	# A containerd container whose logger starts 3 s after its pid file.
+	mkdir -p "$task/$id"
+	mkfifo "$tmp/lateshim.go"
+	bash -c 'echo $BASHPID >"$1/cgroup.procs"
+		bash -c "echo \$BASHPID >\"$2/cgroup.procs\"; exec sleep 600" & echo $! >"$3.init"
+		read -r _ <"$3.go"
+		CONTAINER_ID=$4 CONTAINER_NAMESPACE=default bash -c "kill -STOP \$BASHPID; while :; do :; done" &
+		echo $! >"$3.logger"
+		wait' _ "$(cpu_root)/cgbd-worker" "$(cpu_root)/cgbd-chg" "$tmp/lateshim" "$id" &
+	pids+=("$!")
+	wait_for "$tmp/lateshim.init" .
+	pids+=("$(cat "$tmp/lateshim.init")")
+	cat "$tmp/lateshim.init" >"$task/$id/init.pid"
+	sleep 3
+	echo go >"$tmp/lateshim.go"
+	wait_for "$tmp/lateshim.logger" .
+	logger=$(cat "$tmp/lateshim.logger")
+	pids+=("$logger")
+	wait_for "$tmp/chg.log" "worker $logger (bash) works for /cgbd-chg" 10 && rc=0 || rc=1
+	kill -TERM "$bpid"
+	wait "$bpid"
+	out=$(cat "$tmp/chg.log")
+	check "a containerd logger that starts 3 s after its container's pid file is found" '[[ $rc -eq 0 ]]'
+	kill -KILL "$logger" "$(cat "$tmp/lateshim.init")"
+	rm -rf "${task:?}/$id" "$tmp/run/containers/storage/overlay-containers/aaaa8888"
+	# No run directory to watch: borrowd says so and reads the metadata
+	# every --scan-ms, and finds a container made under it later.
+	CGBORROW_RUNDIR=$tmp/norun "$bin" --engines podman --scan-ms 200 >"$tmp/norun.log" 2>&1 &
+	bpid=$!
+	pids+=("$bpid")
+	wait_for "$tmp/norun.log" "ready" || true
+	sleep 1
+	mkdir -p "$tmp/norun/containers/storage/overlay-containers/aaaa8888/userdata"
+	echo "$init" >"$tmp/norun/containers/storage/overlay-containers/aaaa8888/userdata/pidfile"
+	echo "$conmon" >"$tmp/norun/containers/storage/overlay-containers/aaaa8888/userdata/conmon.pid"
+	wait_for "$tmp/norun.log" "works for /cgbd-chg, container aaaa8888" && rc=0 || rc=1
+	kill -TERM "$bpid"
+	wait "$bpid"
+	out=$(cat "$tmp/norun.log")
+	check "without its run directory to watch, borrowd says so and finds a container made later" \
+		'[[ $rc -eq 0 && $out == *"cannot watch the engines'"'"' metadata"* ]]'
+	kill -KILL "$conmon" "$init"
+	rm -rf "$tmp/norun"
+}
+
 # A binary logger is looked for in its container's first minute (the age
 # of its pid file) and by borrowd's first scan, not by every rescan (the
 # search reads every process's stat): past that minute a rescan keeps the
@@ -1485,13 +1571,7 @@ attack_tests() {
 	# 4. PID reuse: the victim's conmon (the parent of its init) is
 	# charged for; it exits, its pid file stays (as Podman's does for a
 	# stopped container), and a neighbour's busy process gets its pid.
-	bash -c 'bash -c "echo \$BASHPID >\"$1/cgroup.procs\"; exec sleep 600" & echo $! >"$2"; exec sleep 600' \
-		_ "$(cpu_root)/cgbd-victim" "$tmp/conmon.init" &
-	conmon=$!
-	pids+=("$conmon")
-	wait_for "$tmp/conmon.init" .
-	init=$(cat "$tmp/conmon.init")
-	pids+=("$init")
+	conmon_and_init cgbd-victim
 	echo "$conmon" >"$(cpu_root)/cgbd-worker/cgroup.procs"
 	conmon_record "$vid" "$init" "$conmon"
 	start_borrowd "$tmp/attack4.log" --engines podman --scan-ms 200

@@ -6,9 +6,9 @@
  * the init's pid file where the shim writes it. Each container's logger is
  * found, a process that claims a container's id from elsewhere is not, and
  * a scan reads each process's files once, not once per container; a scan
- * since a time after the pid files looks for no logger. The watch on the
- * engines' metadata sees containers come and go, and nothing else. KTAP on
- * stdout.
+ * since a time after the pid files looks for no logger, nor a scan of a
+ * CRI plugin's container. The watch on the engines' metadata sees
+ * containers come and go, and nothing else. KTAP on stdout.
  *
  *   test_borrow_scan [--bench N]
  *
@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 	if (!containers || !found)
 		die("calloc");
 	if (!bench)
-		printf("TAP version 13\n1..7\n");
+		printf("TAP version 13\n1..8\n");
 	if (!mkdtemp(run))
 		die("mkdtemp");
 	setenv("CGBORROW_RUNDIR", run, 1);
@@ -256,6 +256,18 @@ int main(int argc, char **argv)
 		result(r1 - r0 <= procs + 12 * nr_containers,
 		       "a scan reads each process's stat once, not once per container (at most processes + 12 per container)");
 	}
+	/*
+	 * The CRI plugin's containers have no binary logger: a container
+	 * with its directory there is never searched.
+	 */
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/containerd/%s/containers/%.64s",
+		 run, "io.containerd.grpc.v1.cri", containers[1].id);
+	if (system(cmd))
+		die("mkdir");
+	memset(found, 0, nr_containers * sizeof(*found));
+	bcg_scan_containers(record, NULL);
+	result(!found[1] && found[2] == containers[2].logger,
+	       "a CRI plugin's container is not searched for a logger, the others are");
 	/*
 	 * Written before SINCE, every pid file: a scan since then looks for
 	 * no logger (its pid file and its init's stat a container; and
