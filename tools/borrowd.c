@@ -721,7 +721,7 @@ int main(int argc, char **argv)
 	double start, next_scan = 0, last_scan = -1e9, settle_until = 0;
 	unsigned long long scan_began = 0;
 	double last_logs_scan = -1e9, daemon_settle_until = 0;
-	bool logs_due = false, awaited = false;
+	bool logs_due = false;
 	double next_note = 0;
 	int ret, layout;
 
@@ -885,7 +885,7 @@ int main(int argc, char **argv)
 
 	while (!stop) {
 		double now = now_s(), scan_s = opt.scan_ms / 1000.0;
-		bool changed = false, logs = false, reap, scan, note;
+		bool changed = false, logs = false, awaited = false, reap, scan, note;
 
 		/*
 		 * The engines' metadata is read when it changed (at most every
@@ -909,16 +909,16 @@ int main(int argc, char **argv)
 			awaited = scan_engines();
 			metadata_scans++;
 			last_scan = now;
-			next_scan = now + (watch_fd >= 0 && now >= settle_until ?
-					   opt.rescan_s : scan_s);
 		}
 		/*
 		 * The daemons and their files are read with the metadata: a
 		 * daemon opens a container's FIFOs and log file as it starts
 		 * it, and a scan of every daemon file a second would cost a
-		 * node with many containers in proportion to them.
+		 * node with many containers in proportion to them. A daemon's
+		 * log directory that changed has them read too, at most every
+		 * --scan-ms.
 		 */
-		if (daemons_named() && scan) {
+		if (daemons_named() && (scan || (logs_due && now >= last_logs_scan + scan_s))) {
 			/*
 			 * A daemon starts with its run directory, and one that
 			 * serves a container does so as the container's
@@ -927,31 +927,27 @@ int main(int argc, char **argv)
 			 * change can be seen), not in every rescan (a read of
 			 * every process's name).
 			 */
-			if (now < settle_until || watch_fd < 0)
+			if (scan && (now < settle_until || watch_fd < 0))
 				find_daemons();
 			scan_daemon_fds();
 			logs_due = false;
 			last_logs_scan = now;
 		}
-		/* A daemon's log directory changed: its files, at most every --scan-ms. */
-		if (logs_due && now >= last_logs_scan + scan_s) {
-			scan_daemon_fds();
-			logs_due = false;
-			last_logs_scan = now;
-		}
-		if (scan)
+		if (scan) {
 			metadata_scan_ns += thread_cpu_ns() - scan_began;
-		/*
-		 * The scans after a change are for a containerd logger that
-		 * starts after its container's pid file, and a shared daemon
-		 * that opens a container's files after it (or takes over
-		 * another's containers): where neither can be, a change costs
-		 * one scan.
-		 */
-		if (scan && !awaited && !daemons_held() && watch_fd >= 0 &&
-		    settle_until > now) {
-			settle_until = now > daemon_settle_until ? now : daemon_settle_until;
-			next_scan = now + (now >= settle_until ? opt.rescan_s : scan_s);
+			/*
+			 * The scans after a change are for a containerd logger
+			 * that starts after its container's pid file, and a
+			 * shared daemon that opens a container's files after it
+			 * (or takes over another's containers): where neither
+			 * can be, a change costs one scan.
+			 */
+			if (!awaited && !daemons_held() && watch_fd >= 0 &&
+			    settle_until > now)
+				settle_until = now > daemon_settle_until ? now :
+					       daemon_settle_until;
+			next_scan = now + (watch_fd >= 0 && now >= settle_until ?
+					   opt.rescan_s : scan_s);
 		}
 		note = now >= next_note;
 		if (note)

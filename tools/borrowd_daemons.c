@@ -70,9 +70,13 @@ struct pod_log {
 	struct timespec link_mtime;
 };
 
+struct pod_logs {
+	struct pod_log *log;
+	int nr, cap;
+};
+
 /* This scan's, sorted by path; the last scan's, sorted by link. */
-static struct pod_log *pod_logs, *last_pod_logs;
-static int nr_pod_logs, cap_pod_logs, nr_last_pod_logs, cap_last_pod_logs;
+static struct pod_logs pod_logs, last_pod_logs;
 
 /* DAEMON is known already: mark it seen if it still runs. */
 static bool daemon_known(pid_t pid)
@@ -345,24 +349,19 @@ static int cmp_pod_log_link(const void *a, const void *b)
  */
 static void scan_pod_logs(void)
 {
-	struct pod_log *log, *last, *swap;
+	struct pod_logs swap = last_pod_logs;
+	struct pod_log *log, *last;
 	char link[PATH_MAX];
 	struct dirent *de;
 	const char *id;
 	struct stat st;
 	size_t len;
-	int cap;
 	DIR *dir;
 
-	qsort(pod_logs, nr_pod_logs, sizeof(*pod_logs), cmp_pod_log_link);
-	swap = last_pod_logs;
+	qsort(pod_logs.log, pod_logs.nr, sizeof(*pod_logs.log), cmp_pod_log_link);
 	last_pod_logs = pod_logs;
 	pod_logs = swap;
-	cap = cap_last_pod_logs;
-	cap_last_pod_logs = cap_pod_logs;
-	cap_pod_logs = cap;
-	nr_last_pod_logs = nr_pod_logs;
-	nr_pod_logs = 0;
+	pod_logs.nr = 0;
 	dir = opendir(opt.pod_logs);
 	if (!dir)
 		return;
@@ -374,15 +373,15 @@ static void scan_pod_logs(void)
 		id = de->d_name + len - 68;
 		if (strspn(id, "0123456789abcdef") != 64)
 			continue;
-		if (bcg_grow((void **)&pod_logs, &cap_pod_logs, nr_pod_logs + 1,
-			     sizeof(*pod_logs)))
+		if (bcg_grow((void **)&pod_logs.log, &pod_logs.cap, pod_logs.nr + 1,
+			     sizeof(*pod_logs.log)))
 			break;
-		log = &pod_logs[nr_pod_logs];
+		log = &pod_logs.log[pod_logs.nr];
 		memcpy(log->link, de->d_name, len + 1);
 		if (snprintf(link, sizeof(link), "%s/%s", opt.pod_logs,
 			     de->d_name) >= (int)sizeof(link) || lstat(link, &st))
 			continue;
-		last = bsearch(log, last_pod_logs, nr_last_pod_logs, sizeof(*log),
+		last = bsearch(log, last_pod_logs.log, last_pod_logs.nr, sizeof(*log),
 			       cmp_pod_log_link);
 		if (last && last->link_ino == st.st_ino &&
 		    last->link_mtime.tv_sec == st.st_mtim.tv_sec &&
@@ -394,7 +393,7 @@ static void scan_pod_logs(void)
 		log->link_mtime = st.st_mtim;
 		memcpy(log->id, id, 64);
 		log->id[64] = '\0';
-		nr_pod_logs++;
+		pod_logs.nr++;
 	}
 	closedir(dir);
 }
@@ -516,7 +515,8 @@ static struct client *fd_client(pid_t daemon, const char *target, DIR *dir,
 	struct client *cl;
 	bool file;
 
-	log = bsearch(target, pod_logs, nr_pod_logs, sizeof(*pod_logs), cmp_path_pod_log);
+	log = bsearch(target, pod_logs.log, pod_logs.nr, sizeof(*pod_logs.log),
+		      cmp_path_pod_log);
 	if (log)
 		snprintf(key.id, sizeof(key.id), "%s", log->id);
 	else if (!engine_file_id(target, key.id, sizeof(key.id)))
@@ -573,7 +573,7 @@ void scan_daemon_fds(void)
 	 */
 	if (nr_daemons) {
 		scan_pod_logs();
-		qsort(pod_logs, nr_pod_logs, sizeof(*pod_logs), cmp_pod_log);
+		qsort(pod_logs.log, pod_logs.nr, sizeof(*pod_logs.log), cmp_pod_log);
 	}
 	qsort(clients, nr_clients, sizeof(*clients), cmp_client);
 	nr_sorted_clients = nr_clients;

@@ -635,14 +635,22 @@ thread_rule_tests() {
 # The thread rule through a pod's log file, as containerd's CRI plugin
 # writes it: the daemon's thread writes the file (2 ms of CPU per line, a
 # line every 10 ms) and reads nothing of the container's; the file's path
-# names no container, kubelet's link to it in --pod-logs does.
+# names no container, kubelet's link to it in --pod-logs does. The writer
+# starts once its second argument (a file) exists, reopens its file on
+# SIGHUP before then (a log rotated), and stops on SIGTERM.
 writer_py='
 import os, signal, sys, time
-stop = []
+stop, reopen = [], []
 signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+signal.signal(signal.SIGHUP, lambda *a: reopen.append(1))
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
 while not os.path.exists(sys.argv[2]) and not stop:
     time.sleep(0.05)
+    if reopen:
+        reopen.clear()
+        new = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+        os.close(fd)
+        fd = new
 while not stop:
     os.write(fd, b"line\n")
     end = time.thread_time() + 0.002
@@ -651,22 +659,30 @@ while not stop:
     time.sleep(0.008)
 '
 
-pod_log_tests() {
-	local id=cccccccccccc0000000000000000000000000000000000000000000000000003
-	local task=$tmp/run/containerd/io.containerd.runtime.v2.task/k8s.io log dpid bpid share got ran
-	make_group cgbd-pod 50000
-	# The container: its init process in its group (containerd's layout).
-	bash -c 'echo $BASHPID >"$1/cgroup.procs"; exec sleep 600' _ "$(cpu_root)/cgbd-pod" &
+# pod_log_writer GROUP ID POD GO: pod POD's container ID, its init in
+# GROUP (containerd's layout), its log file ($log) with kubelet's link to
+# it in $tmp/containers, and a daemon that writes the file (writer_py, in
+# the workers' group, going once GO exists): its pid in $dpid.
+pod_log_writer() {
+	local task=$tmp/run/containerd/io.containerd.runtime.v2.task/k8s.io
+	bash -c 'echo $BASHPID >"$1/cgroup.procs"; exec sleep 600' _ "$(cpu_root)/$1" &
 	pids+=("$!")
-	mkdir -p "$task/$id" "$tmp/pods/default_p_uid-p/c" "$tmp/containers"
-	echo "$!" >"$task/$id/init.pid"
-	log=$tmp/pods/default_p_uid-p/c/0.log
+	mkdir -p "$task/$2" "$tmp/pods/default_$3_uid-$3/c" "$tmp/containers"
+	echo "$!" >"$task/$2/init.pid"
+	log=$tmp/pods/default_$3_uid-$3/c/0.log
 	: >"$log"
-	ln -s "$log" "$tmp/containers/p_default_c-$id.log"
-	python3 -c "$writer_py" "$log" "$tmp/pod-go" &
+	ln -s "$log" "$tmp/containers/$3_default_c-$2.log"
+	python3 -c "$writer_py" "$log" "$4" &
 	dpid=$!
 	pids+=("$dpid")
 	echo "$dpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
+}
+
+pod_log_tests() {
+	local id=cccccccccccc0000000000000000000000000000000000000000000000000003
+	local log dpid bpid share got ran
+	make_group cgbd-pod 50000
+	pod_log_writer cgbd-pod "$id" p "$tmp/pod-go"
 	start_borrowd "$tmp/borrowd4.log" --engines none --daemon "$dpid" --scan-ms 200 --pod-logs "$tmp/containers"
 	wait_for "$tmp/borrowd4.log" "container cccccccccccc go to /cgbd-pod" && rc=0 || rc=1
 	out=$(cat "$tmp/borrowd4.log")
@@ -685,43 +701,12 @@ pod_log_tests() {
 # containerd open a new one; dockerd's json-file driver does the same) is a
 # descriptor of the daemon's that the last scan did not map, with no change
 # of the engines' metadata: borrowd maps it as the log's directory changes,
-# not at its next rescan (an hour away here). The writer reopens its file
-# on SIGHUP.
-rotation_py='
-import os, signal, sys, time
-reopen = []
-signal.signal(signal.SIGHUP, lambda *a: reopen.append(1))
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.05)
-    if reopen:
-        reopen.clear()
-        new = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
-        os.close(fd)
-        fd = new
-while True:
-    os.write(fd, b"line\n")
-    end = time.thread_time() + 0.002
-    while time.thread_time() < end:
-        pass
-    time.sleep(0.008)
-'
-
+# not at its next rescan (an hour away here).
 log_rotation_tests() {
 	local id=cccccccccccc0000000000000000000000000000000000000000000000000009
 	local task=$tmp/run/containerd/io.containerd.runtime.v2.task/k8s.io log dpid bpid share got ran rc
 	make_group cgbd-rot 50000
-	bash -c 'echo $BASHPID >"$1/cgroup.procs"; exec sleep 600' _ "$(cpu_root)/cgbd-rot" &
-	pids+=("$!")
-	mkdir -p "$task/$id" "$tmp/pods/default_r_uid-r/c" "$tmp/containers"
-	echo "$!" >"$task/$id/init.pid"
-	log=$tmp/pods/default_r_uid-r/c/0.log
-	: >"$log"
-	ln -s "$log" "$tmp/containers/r_default_c-$id.log"
-	python3 -c "$rotation_py" "$log" "$tmp/rot-go" &
-	dpid=$!
-	pids+=("$dpid")
-	echo "$dpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
+	pod_log_writer cgbd-rot "$id" r "$tmp/rot-go"
 	start_borrowd "$tmp/rot.log" --engines none --daemon "$dpid" --scan-ms 200 \
 		--rescan-s 3600 --pod-logs "$tmp/containers"
 	wait_for "$tmp/rot.log" "container cccccccccccc go to /cgbd-rot" && rc=0 || rc=1
