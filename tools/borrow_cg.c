@@ -311,11 +311,6 @@ static void path_component(const char *path, int n, char *out, size_t len)
  */
 #define STARTED_SLACK_NS	100000000LL
 
-static long long ts_ns(const struct timespec *t)
-{
-	return t->tv_sec * 1000000000LL + t->tv_nsec;
-}
-
 static bool started_by(unsigned long long start, const struct timespec *when)
 {
 	struct timespec rt, bt;
@@ -324,9 +319,9 @@ static bool started_by(unsigned long long start, const struct timespec *when)
 	if (hz <= 0 || clock_gettime(CLOCK_REALTIME, &rt) ||
 	    clock_gettime(CLOCK_BOOTTIME, &bt))
 		return false;
-	boot_ns = ts_ns(&rt) - ts_ns(&bt);
+	boot_ns = bcg_ts_ns(&rt) - bcg_ts_ns(&bt);
 	return boot_ns + (long long)(start * (1000000000LL / hz)) <=
-	       ts_ns(when) + STARTED_SLACK_NS;
+	       bcg_ts_ns(when) + STARTED_SLACK_NS;
 }
 
 /*
@@ -533,7 +528,7 @@ int bcg_scan_containers_since(int (*fn)(const struct bcg_container *c, void *arg
 				if (c.worker_pid != init.ppid)
 					c.worker_pid = 0;
 			} else if (engines[e].logger && since &&
-				   ts_ns(&c.written) < ts_ns(since)) {
+				   bcg_ts_ns(&c.written) < bcg_ts_ns(since)) {
 				c.logger_unsought = true;
 			} else if (engines[e].logger && !cri_container(c.id)) {
 				path_component(file, 3, ns, sizeof(ns));

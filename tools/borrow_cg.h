@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define BORROWING_FILE	"cpu.cfs.borrowing_us"
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
@@ -36,6 +37,12 @@ enum {
 	BCG_EPIDFORM,		/* the kernel takes no "USEC PID" form */
 	BCG_ECGROUPFORM,	/* the kernel takes no "USEC cgroup=ID" form */
 };
+
+/* A time in ns: a clock's reading, a file's mtime. */
+static inline long long bcg_ts_ns(const struct timespec *t)
+{
+	return t->tv_sec * 1000000000LL + t->tv_nsec;
+}
 
 struct bcg {
 	char path[PATH_MAX];	/* in the cpu hierarchy, starting with '/' */

@@ -625,7 +625,7 @@ static unsigned long long thread_cpu_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	return bcg_ts_ns(&ts);
 }
 
 static double now_s(void)

@@ -323,7 +323,7 @@ static __u64 now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	return bcg_ts_ns(&ts);
 }
 
 /*
@@ -651,9 +651,7 @@ bool scan_engines(void)
 
 		scan_container(c);
 		awaited |= opt.engine_containerd && c->logger_missing &&
-			   (c->written.tv_sec > since.tv_sec ||
-			    (c->written.tv_sec == since.tv_sec &&
-			     c->written.tv_nsec >= since.tv_nsec));
+			   bcg_ts_ns(&c->written) >= bcg_ts_ns(&since);
 	}
 	for (int i = 0; i < nr_rules; i++) {
 		struct bcg_container key, *c;
