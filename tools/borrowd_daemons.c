@@ -489,16 +489,27 @@ bool log_dirs_changed(void)
 	return changed;
 }
 
-/* The directory of FILE, a log file a daemon writes, watched. */
+/*
+ * The directory of FILE, a log file a daemon writes, watched. A watch
+ * refused (fs.inotify.max_user_watches reached) is said once: that
+ * directory's rotations are then known from the next rescan. A directory
+ * gone meanwhile is no loss.
+ */
 static void watch_log_dir(const char *file)
 {
+	static bool said;
 	char dir[PATH_MAX];
 	const char *slash = strrchr(file, '/');
 
 	if (log_dirs_fd < 0 || !slash || slash == file ||
 	    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - file), file) >= (int)sizeof(dir))
 		return;
-	inotify_add_watch(log_dirs_fd, dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+	if (inotify_add_watch(log_dirs_fd, dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) >= 0 ||
+	    errno == ENOENT || errno == ENOTDIR || said)
+		return;
+	said = true;
+	msg("cannot watch the log directory %s: %s (a log rotated there, or in another "
+	    "such, is known from the next rescan)", dir, strerror(errno));
 }
 
 /*

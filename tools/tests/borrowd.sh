@@ -433,6 +433,7 @@ guest_tests() {
 	thread_rule_tests 2000
 	pod_log_tests
 	log_rotation_tests
+	log_watch_refused_tests
 	daemon_scan_tests
 	daemon_start_tests
 	pace_tests
@@ -725,6 +726,36 @@ log_rotation_tests() {
 	check "a pod log rotated (renamed, the new file opened) is charged to its pod with no rescan (80 to 101 %)" \
 		'[[ $rc -eq 0 ]] && python3 -c "import sys; sys.exit(not ($ran > 100000 and 80 <= $share <= 101))"'
 	rm -rf "${task:?}/$id" "$tmp/containers/r_default_c-$id.log"
+}
+
+# A log directory that cannot be watched (fs.inotify.max_user_watches
+# reached) costs its rotations' prompt mapping, not the log's charge, and
+# is said once.
+log_watch_refused_tests() {
+	local id=cccccccccccc000000000000000000000000000000000000000000000000000a
+	local id2=cccccccccccc000000000000000000000000000000000000000000000000000b
+	local task=$tmp/run/containerd/io.containerd.runtime.v2.task/k8s.io log dpid d1 bpid rc max said
+	make_group cgbd-lwr 50000
+	make_group cgbd-lwr2 50000
+	pod_log_writer cgbd-lwr "$id" w "$tmp/lwr-go"
+	d1=$dpid
+	pod_log_writer cgbd-lwr2 "$id2" x "$tmp/lwr-go"
+	# No watch more for root while borrowd maps the logs (those held stay).
+	max=$(cat /proc/sys/fs/inotify/max_user_watches)
+	echo 0 >/proc/sys/fs/inotify/max_user_watches
+	start_borrowd "$tmp/lwr.log" --engines none --daemon "$d1" --daemon "$dpid" --scan-ms 200 \
+		--pod-logs "$tmp/containers"
+	wait_for "$tmp/lwr.log" "container cccccccccccc go to /cgbd-lwr2" && rc=0 || rc=1
+	grep -q "container cccccccccccc go to /cgbd-lwr$" "$tmp/lwr.log" || rc=1
+	sleep 2
+	echo "$max" >/proc/sys/fs/inotify/max_user_watches
+	kill -TERM "$bpid" "$d1" "$dpid"
+	wait "$bpid" "$d1" "$dpid" || true
+	out=$(cat "$tmp/lwr.log")
+	said=$(grep -c "cannot watch the log directory $tmp/pods/default_[wx]_uid-[wx]/c: No space left on device" "$tmp/lwr.log" || true)
+	check "two log directories their watches are refused for: both logs are mapped, and that is said once" \
+		'[[ $rc -eq 0 && $said -eq 1 ]]'
+	rm -rf "${task:?}/$id" "${task:?}/$id2" "$tmp/containers/w_default_c-$id.log" "$tmp/containers/x_default_c-$id2.log"
 }
 
 # charged_while GROUP PID SECS CMD...: CMD sets PID going; PID is stopped
