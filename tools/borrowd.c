@@ -721,7 +721,7 @@ int main(int argc, char **argv)
 	double start, next_scan = 0, last_scan = -1e9, settle_until = 0;
 	unsigned long long scan_began = 0;
 	double last_logs_scan = -1e9, daemon_settle_until = 0;
-	bool logs_due = false;
+	bool logs_due = false, awaited = false, meta_changed = true;
 	double next_note = 0;
 	int ret, layout;
 
@@ -885,7 +885,7 @@ int main(int argc, char **argv)
 
 	while (!stop) {
 		double now = now_s(), scan_s = opt.scan_ms / 1000.0;
-		bool changed = false, logs = false, awaited = false, reap, scan, note;
+		bool changed = false, logs = false, reap, scan, full = false, note;
 
 		/*
 		 * The engines' metadata is read when it changed (at most every
@@ -899,6 +899,7 @@ int main(int argc, char **argv)
 			daemon_settle_until = now + SETTLE_S;
 		}
 		if (changed) {
+			meta_changed = true;
 			settle_until = now + SETTLE_S;
 			if (next_scan > last_scan + scan_s)
 				next_scan = last_scan + scan_s;
@@ -906,8 +907,19 @@ int main(int argc, char **argv)
 		scan = now >= next_scan;
 		if (scan) {
 			scan_began = thread_cpu_ns();
-			awaited = scan_engines();
-			metadata_scans++;
+			/*
+			 * The metadata is read again when it changed, while a
+			 * logger is awaited, at a rescan and where no change
+			 * can be seen; a round after a change that only waits
+			 * for a shared daemon to open a container's files
+			 * reads the daemons' descriptors alone.
+			 */
+			full = meta_changed || awaited || now >= settle_until || watch_fd < 0;
+			if (full) {
+				awaited = scan_engines();
+				metadata_scans++;
+				meta_changed = false;
+			}
 			last_scan = now;
 		}
 		/*
@@ -924,10 +936,12 @@ int main(int argc, char **argv)
 			 * serves a container does so as the container's
 			 * metadata is written: looked for in scans after a
 			 * change (and at the start, and at every scan where no
-			 * change can be seen), not in every rescan (a read of
-			 * every process's name).
+			 * change can be seen) and while another may take an
+			 * exited one's containers over, not in every rescan
+			 * (a read of every process's name).
 			 */
-			if (scan && (now < settle_until || watch_fd < 0))
+			if (scan && (full || now < daemon_settle_until) &&
+			    (now < settle_until || watch_fd < 0))
 				find_daemons();
 			scan_daemon_fds();
 			logs_due = false;

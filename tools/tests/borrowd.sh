@@ -1158,7 +1158,7 @@ exited_worker_tests() {
 # pid file and init's stat every --scan-ms before: hundreds of reads in
 # these 3 s).
 daemon_scan_tests() {
-	local i id reply mapped=0 dpid R W N r0 task=$tmp/run/containerd/io.containerd.runtime.v2.task/k8s.io
+	local i id reply mapped=0 dpid R W N r0 s0 s1 init task=$tmp/run/containerd/io.containerd.runtime.v2.task/k8s.io
 	make_group cgbd-cri
 	coproc CRID { exec python3 "$root/tools/tests/cri_daemon.py" "$tmp/run" 0; }
 	dpid=$CRID_PID
@@ -1185,14 +1185,41 @@ daemon_scan_tests() {
 	r0=$R
 	sleep 3
 	reads_snap
-	kill -TERM "$bpid"
-	wait "$bpid"
-	out=$(tail -3 "$tmp/cri.log")
 	info "CRI daemon ($reply): $mapped containers mapped; then $((R - r0)) reads in 3 s"
 	check "borrowd maps every container whose FIFOs a CRI daemon holds (20)" \
 		'[[ $rc -eq 0 && $reply == "made 20" && $mapped -ge 20 ]]'
 	check "... and reads nothing while the engines' metadata does not change (3 s)" \
 		'[[ -n $R && -n $r0 && $((R - r0)) -le 2 ]]'
+	# One container more, whose FIFOs the daemon opens a second after its
+	# pid file: the rounds that wait for that read the daemon's
+	# descriptors, not the metadata again. (The CRI plugin makes its
+	# container's directory as the container is created, before its task.)
+	printf -v id 'c%063d' 20
+	mkdir -p "$task/$id" "$tmp/run/containerd/io.containerd.grpc.v1.cri/containers/$id"
+	bash -c 'echo $BASHPID >"$1/cgroup.procs"; exec sleep 600' _ "$(cpu_root)/cgbd-cri" &
+	init=$!
+	pids+=("$init")
+	sleep 0.5
+	stats_now
+	read -r s0 < <(stats_fields "$bstats" scans)
+	echo "$init" >"$task/$id/init.pid"
+	sleep 1
+	echo "make 21" >&"${CRID[1]}"
+	read -r -t 60 reply <&"${CRID[0]}"
+	rc=1
+	for ((i = 0; i < 30; i++)); do
+		(($(grep -c "reads for container" "$tmp/cri.log") > mapped)) && rc=0 && break
+		sleep 0.1
+	done
+	sleep 2
+	stats_now
+	read -r s1 < <(stats_fields "$bstats" scans)
+	kill -TERM "$bpid"
+	wait "$bpid"
+	out=$(tail -3 "$tmp/cri.log")
+	info "a container made, the daemon opening its FIFOs 1 s later: mapped (rc $rc); $((s1 - s0)) reads of the metadata in the 3 s after (--scan-ms 200)"
+	check "a daemon's FIFOs opened after the container's pid file are mapped, the metadata read as it changes (at most 3 in 3 s), not every --scan-ms" \
+		'[[ $rc -eq 0 && $reply == "made 21" && -n $s0 && -n $s1 && $((s1 - s0)) -ge 1 && $((s1 - s0)) -le 3 ]]'
 	kill "$dpid"
 	rm -rf /var/log/pods/k8s_pod* /var/log/containers/pod*_k8s_c*-c*.log
 }
