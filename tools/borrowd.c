@@ -906,7 +906,6 @@ int main(int argc, char **argv)
 		}
 		scan = now >= next_scan;
 		if (scan) {
-			scan_began = thread_cpu_ns();
 			/*
 			 * The metadata is read again when it changed, while a
 			 * logger is awaited, at a rescan and where no change
@@ -916,6 +915,7 @@ int main(int argc, char **argv)
 			 */
 			full = meta_changed || awaited || now >= settle_until || watch_fd < 0;
 			if (full) {
+				scan_began = thread_cpu_ns();
 				awaited = scan_engines();
 				metadata_scans++;
 				meta_changed = false;
@@ -948,7 +948,9 @@ int main(int argc, char **argv)
 			last_logs_scan = now;
 		}
 		if (scan) {
-			metadata_scan_ns += thread_cpu_ns() - scan_began;
+			/* A read of the metadata's, with the daemons' files. */
+			if (full)
+				metadata_scan_ns += thread_cpu_ns() - scan_began;
 			/*
 			 * The scans after a change are for a containerd logger
 			 * that starts after its container's pid file, and a
