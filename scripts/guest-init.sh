@@ -103,6 +103,15 @@ if [[ ${CFSB_MODULES:-0} == 1 ]]; then
 	mkdir -p /run/cfsb-modules/lib/modules
 	mount -t 9p -o trans=virtio,version=9p2000.L,ro cfsbmods /run/cfsb-modules/lib/modules ||
 		fail "cannot mount the modules"
+	# The root's /lib/modules is not this kernel's (the host may have
+	# none): a modprobe that looks here, for the kernel's requests (an
+	# overlay mount, a veth link, a netfilter table: Debian's kernel builds
+	# them as modules) and for the commands run (first in PATH).
+	mkdir -p /run/cfsb-modules/bin
+	printf '#!/bin/sh\nexec /sbin/modprobe -d /run/cfsb-modules "$@"\n' >/run/cfsb-modules/bin/modprobe
+	chmod 0755 /run/cfsb-modules/bin/modprobe
+	[[ ! -e /proc/sys/kernel/modprobe ]] || echo /run/cfsb-modules/bin/modprobe >/proc/sys/kernel/modprobe
+	PATH=/run/cfsb-modules/bin:$PATH
 fi
 
 case $CFSB_CGROUP in
@@ -110,8 +119,14 @@ v1)
 	mount -t tmpfs -o mode=0755 cgroup /sys/fs/cgroup
 	for ctrl in cpu,cpuacct cpuset memory pids devices freezer blkio perf_event hugetlb; do
 		mkdir -p "/sys/fs/cgroup/$ctrl"
-		mount -t cgroup -o "$ctrl" cgroup "/sys/fs/cgroup/$ctrl" ||
-			fail "cannot mount the v1 $ctrl hierarchy"
+		mount -t cgroup -o "$ctrl" cgroup "/sys/fs/cgroup/$ctrl" 2>/dev/null && continue
+		# Since 6.12 cpuset's and memory's v1 interfaces are options of
+		# their own (CPUSETS_V1, MEMCG_V1), which Debian's kernel leaves
+		# out: without them a v1 system has no such hierarchy. The others
+		# are always there.
+		[[ $ctrl == cpuset || $ctrl == memory ]] || fail "cannot mount the v1 $ctrl hierarchy"
+		rmdir "/sys/fs/cgroup/$ctrl"
+		echo "guest-init: this kernel has no v1 $ctrl hierarchy" >/dev/kmsg
 	done
 	ln -s cpu,cpuacct /sys/fs/cgroup/cpu
 	ln -s cpu,cpuacct /sys/fs/cgroup/cpuacct

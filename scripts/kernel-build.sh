@@ -40,7 +40,12 @@ Builds the kernel that scripts/vm-run.sh boots, under $CFSB_CACHE:
     scripts/vm-run.sh shares with the guest.
 
 Options:
-  --variant V    patched (default) or stock (the unmodified base, for comparisons)
+  --variant V    patched (default), stock (the unmodified base, for
+                 comparisons), or debian: Debian's own build of the base's
+                 source version (linux-image-VERSION-amd64; 6.12 and x86_64
+                 only), downloaded and unpacked, not built, with an initramfs
+                 that mounts the guest's root (Debian builds 9p as modules);
+                 the other options but --print-image do not apply to it
   --base B       6.12 (default: the LTS, Debian 12's linux-source-6.12) or 7.2
                  (mainline, Debian unstable's linux-source-7.2)
   --arch A       x86_64 (default) or arm64 (cross-compiled with Debian's
@@ -83,7 +88,8 @@ while [[ $# -gt 0 ]]; do
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
 done
-[[ $variant == patched || $variant == stock ]] || die "--variant must be patched or stock"
+[[ $variant == patched || $variant == stock || $variant == debian ]] ||
+	die "--variant must be patched, stock or debian"
 case $config in
 default | debug | kcsan | hz100) ;;
 rpi4) [[ $arch == arm64 ]] || die "--config rpi4 is for --arch arm64" ;;
@@ -91,6 +97,15 @@ rpi4) [[ $arch == arm64 ]] || die "--config rpi4 is for --arch arm64" ;;
 esac
 karch=$(arch_kernel_arch "$arch")
 cross=$(arch_cross_compile "$arch")
+
+if [[ $variant == debian ]]; then
+	[[ $arch == x86_64 && $KERNEL_BASE == 6.12 && $config == default ]] ||
+		die "--variant debian is Debian 12's kernel: --base 6.12, --arch x86_64, --config default"
+	kernel_source_resolve
+	ensure_debian_kernel
+	if [[ $print_image -eq 1 ]]; then debian_kernel_image; else log "image: $(debian_kernel_image)"; fi
+	exit 0
+fi
 
 kernel_build_lock
 

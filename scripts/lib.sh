@@ -514,6 +514,66 @@ kernel_tree() { echo "$CFSB_CACHE/$KERNEL_TREE_PREFIX-$1"; }
 kernel_build_dir() { echo "$(kernel_tree "$1")/build-$2-$3"; }
 kernel_image_path() { echo "$(kernel_build_dir "$1" "$2" "$3")/$(arch_image "$2")"; }
 
+# Debian's own kernel of the source version taken (6.12, x86_64): the stock
+# kernel as users run it, downloaded instead of built. Under
+# debian_kernel_dir: vmlinuz; its modules in modules-root/lib/modules
+# (depmod run), which scripts/vm-run.sh shares with the guest as it does a
+# built kernel's; initrd.img, which loads the virtio-9p modules and mounts
+# the guest's root (scripts/guest-initramfs.sh); and .cfsb-made, what they
+# were made from.
+debian_kernel_dir() { echo "$CFSB_CACHE/debian-kernel/$KERNEL_SOURCE_PKG_VERSION"; }
+debian_kernel_image() { echo "$(debian_kernel_dir)/vmlinuz"; }
+# debian_kernel_package: the name of the linux-image package built from
+# the source version taken (linux-image-6.12.117+deb12-amd64), from the
+# package lists; nothing when they have none.
+debian_kernel_package() {
+	apt-cache pkgnames "linux-image-$KERNEL_BASE_VERSION+" 2>/dev/null |
+		grep -E "^linux-image-${KERNEL_BASE_VERSION//./\\.}\+[a-z0-9.]+-amd64$" | sort | head -n1
+}
+ensure_debian_kernel() {
+	local dir pkg release tmp want module
+	[[ $KERNEL_BASE == 6.12 ]] || die "Debian's kernel is taken for the 6.12 base only"
+	dir=$(debian_kernel_dir)
+	# (Made again when this function or the initramfs' init changes.)
+	want="$KERNEL_SOURCE_PKG_VERSION $(files_hash "$CFSB_ROOT/scripts/guest-initramfs.sh") $(declare -f ensure_debian_kernel | sha256sum | cut -c1-16)"
+	[[ -f $dir/.cfsb-made && $(cat "$dir/.cfsb-made") == "$want" && -f $dir/vmlinuz ]] && return 0
+	ensure_packages busybox-static cpio kmod xz-utils
+	pkg=$(debian_kernel_package)
+	[[ -n $pkg ]] || { apt_lists_fresh || true; pkg=$(debian_kernel_package); }
+	[[ -n $pkg ]] || die "the package lists have no linux-image-$KERNEL_BASE_VERSION+*-amd64 (Debian's build of $KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION)"
+	release=${pkg#linux-image-}
+	log "fetching Debian's kernel: $pkg $KERNEL_SOURCE_PKG_VERSION"
+	tmp=$(mktemp -d "$CFSB_CACHE/debian-kernel.XXXXXX")
+	# (apt's download sandbox user cannot write a root-only directory.)
+	(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$pkg=$KERNEL_SOURCE_PKG_VERSION") ||
+		{ rm -rf "$tmp"; die "cannot download $pkg $KERNEL_SOURCE_PKG_VERSION"; }
+	dpkg-deb -x "$tmp"/*.deb "$tmp/deb" || { rm -rf "$tmp"; die "cannot unpack $pkg"; }
+	mkdir -p "$tmp/made/modules-root/lib" "$tmp/initramfs/bin" "$tmp/initramfs/modules" "$tmp/initramfs/dev"
+	mv "$tmp/deb/boot/vmlinuz-$release" "$tmp/made/vmlinuz"
+	mv "$tmp/deb/lib/modules" "$tmp/made/modules-root/lib/modules"
+	depmod -b "$tmp/made/modules-root" "$release" || { rm -rf "$tmp"; die "depmod failed for $release"; }
+	# The initramfs: busybox, the 9p modules (uncompressed, for busybox's
+	# insmod) in their load order, /init, and the console init writes to.
+	cp /bin/busybox "$tmp/initramfs/bin/busybox"
+	cp "$CFSB_ROOT/scripts/guest-initramfs.sh" "$tmp/initramfs/init"
+	chmod 0755 "$tmp/initramfs/init"
+	mknod -m 0600 "$tmp/initramfs/dev/console" c 5 1
+	while read -r module; do
+		xz -dcf "$module" >"$tmp/initramfs/modules/$(basename "${module%.xz}")"
+		basename "${module%.xz}" >>"$tmp/initramfs/modules/order"
+	done < <(modprobe -d "$tmp/made/modules-root" -S "$release" --show-depends -a 9pnet_virtio 9p |
+		awk '$1 == "insmod" && !seen[$2]++ { print $2 }')
+	[[ -s $tmp/initramfs/modules/order ]] || { rm -rf "$tmp"; die "$pkg: no 9p modules"; }
+	(cd "$tmp/initramfs" && find . | LC_ALL=C sort | cpio --quiet -o -H newc | gzip -9 >"$tmp/made/initrd.img") ||
+		{ rm -rf "$tmp"; die "cannot make the initramfs"; }
+	echo "$want" >"$tmp/made/.cfsb-made"
+	rm -rf "$dir"
+	mkdir -p "${dir%/*}"
+	mv "$tmp/made" "$dir"
+	rm -rf "$tmp"
+	log "Debian's kernel $release: $dir/vmlinuz"
+}
+
 # ensure_kernel_repo: kernel_repo holds the source of the version taken
 # (kernel_source_resolve) as its commit tagged cfsb-base, its version in a
 # stamp. A repository of another version is made again, its worktrees (the

@@ -16,8 +16,9 @@ Boots the kernel in QEMU and runs CMD as root in the guest, in the project
 checkout ($CFSB_ROOT), which the guest sees read-write at the same path.
 The rest of the host's / is the guest's root, read-only; /tmp, /run, /var
 and /root are fresh tmpfs; the kernel's modules, where scripts/kernel-build.sh
-installed them, are at /run/cfsb-modules/lib/modules (load one with
-\`modprobe -d /run/cfsb-modules NAME\`). CMD's output (stdout and stderr) is
+installed them (or beside Debian's kernel, --variant debian), are at
+/run/cfsb-modules/lib/modules: the kernel loads what it asks for from there,
+and \`modprobe NAME\` does too. CMD's output (stdout and stderr) is
 streamed; the exit status is CMD's. The kernel log goes to a file; the run
 fails if the guest does not boot, panics, times out, or the kernel logs a
 BUG, WARNING, Oops or similar (panic_on_warn is set).
@@ -26,7 +27,8 @@ Options:
   --kernel IMAGE  kernel image (default: the patched kernel scripts/kernel-build.sh built)
   --cgroup V      v2 (default): the unified hierarchy at /sys/fs/cgroup, with
                   the cpu, cpuset, memory, io and pids controllers enabled;
-                  v1: one hierarchy per controller under /sys/fs/cgroup, cpu
+                  v1: one hierarchy per controller under /sys/fs/cgroup (cpuset
+                  and memory where the kernel has their v1 interface), cpu
                   and cpuacct together at cpu,cpuacct (as Ubuntu 20.04 mounts them)
   --init I        bash (default): scripts/guest-init.sh runs CMD itself;
                   systemd: it hands over to the host's systemd as PID 1,
@@ -159,9 +161,12 @@ cmdline=(
 # The kernel's modules (scripts/kernel-build.sh installs them next to its
 # image): shared read-only, mounted by guest-init at /run/cfsb-modules/lib/modules
 # (the guest's root is the host's, whose /lib/modules is not this kernel's);
-# `modprobe -d /run/cfsb-modules NAME` loads one.
+# guest-init makes the kernel and `modprobe NAME` load from there.
+# (Debian's kernel, scripts/kernel-build.sh --variant debian: modules-root
+# beside its image.)
 modules=""
 [[ $kernel == */arch/*/boot/* ]] && modules=${kernel%/arch/*/boot/*}/modules-root/lib/modules
+[[ -n $modules ]] || modules=$(dirname "$kernel")/modules-root/lib/modules
 if [[ -n $modules && -d $modules ]]; then
 	cmdline+=(CFSB_MODULES=1)
 	qemu+=(
@@ -169,6 +174,11 @@ if [[ -n $modules && -d $modules ]]; then
 		-device "virtio-9p-pci,fsdev=modules,mount_tag=cfsbmods"
 	)
 fi
+
+# An initramfs beside the image (Debian's kernel's: it loads the 9p
+# modules and mounts the root) boots with it.
+initrd=$(dirname "$kernel")/initrd.img
+[[ ! -f $initrd ]] || qemu+=(-initrd "$initrd")
 
 qemu+=(
 	-smp "$cpus" -m "$mem" -nodefaults -no-reboot -display none -monitor none
