@@ -79,22 +79,15 @@ static long long scale(long long x, long long num, long long den)
 
 long long bq_pay(struct bq_acct *a, long long elapsed_us, long long used_us)
 {
-	long long unused = 0, lowered, paid, waited;
+	long long unused = 0, lowered, paid;
 
-	if (a->debt_us <= 0)
-		a->over_us = 0;
 	if (elapsed_us <= 0 || a->period_us <= 0 || a->debt_us <= 0)
 		return 0;
 	if (used_us >= 0) {
 		unused = scale(a->quota_us - a->lowered_us, elapsed_us,
 			       a->period_us) - used_us;
-		if (unused < 0) {
-			a->over_us += -unused;
+		if (unused < 0)
 			unused = 0;
-		}
-		waited = unused < a->over_us ? unused : a->over_us;
-		unused -= waited;
-		a->over_us -= waited;
 	}
 	lowered = scale(a->lowered_us, elapsed_us, a->period_us);
 	paid = unused + lowered;
@@ -900,14 +893,9 @@ static void settle(struct bq_group *q)
 	q->lower_us = q->seen_lower_us;
 	if (!q->limited)
 		return;
-	if (q->wrote || q->a.lowered_us) {
+	if (q->wrote || q->a.lowered_us)
 		bq_regain(&q->a, elapsed, used);
-		q->paid_last = bq_pay(&q->a, elapsed, used);
-		/* What it ran beyond is owed (bq_regain()), not carried. */
-		q->a.over_us = 0;
-	} else {
-		q->paid_last = bq_pay(&q->a, elapsed, used);
-	}
+	q->paid_last = bq_pay(&q->a, elapsed, used);
 	q->wrote = false;
 }
 
