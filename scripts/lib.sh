@@ -544,14 +544,16 @@ ensure_debian_kernel() {
 	release=${pkg#linux-image-}
 	log "fetching Debian's kernel: $pkg $KERNEL_SOURCE_PKG_VERSION"
 	tmp=$(mktemp -d "$CFSB_CACHE/debian-kernel.XXXXXX")
+	# (What is half made is not kept.)
+	undo_die() { rm -rf "$tmp"; die "$@"; }
 	# (apt's download sandbox user cannot write a root-only directory.)
 	(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$pkg=$KERNEL_SOURCE_PKG_VERSION") ||
-		{ rm -rf "$tmp"; die "cannot download $pkg $KERNEL_SOURCE_PKG_VERSION"; }
-	dpkg-deb -x "$tmp"/*.deb "$tmp/deb" || { rm -rf "$tmp"; die "cannot unpack $pkg"; }
+		undo_die "cannot download $pkg $KERNEL_SOURCE_PKG_VERSION"
+	dpkg-deb -x "$tmp"/*.deb "$tmp/deb" || undo_die "cannot unpack $pkg"
 	mkdir -p "$tmp/made/modules-root/lib" "$tmp/initramfs/bin" "$tmp/initramfs/modules" "$tmp/initramfs/dev"
 	mv "$tmp/deb/boot/vmlinuz-$release" "$tmp/made/vmlinuz"
 	mv "$tmp/deb/lib/modules" "$tmp/made/modules-root/lib/modules"
-	depmod -b "$tmp/made/modules-root" "$release" || { rm -rf "$tmp"; die "depmod failed for $release"; }
+	depmod -b "$tmp/made/modules-root" "$release" || undo_die "depmod failed for $release"
 	# The initramfs: busybox, the 9p modules (uncompressed, for busybox's
 	# insmod) in their load order, /init, and the console init writes to.
 	cp /bin/busybox "$tmp/initramfs/bin/busybox"
@@ -563,9 +565,9 @@ ensure_debian_kernel() {
 		basename "${module%.xz}" >>"$tmp/initramfs/modules/order"
 	done < <(modprobe -d "$tmp/made/modules-root" -S "$release" --show-depends -a 9pnet_virtio 9p |
 		awk '$1 == "insmod" && !seen[$2]++ { print $2 }')
-	[[ -s $tmp/initramfs/modules/order ]] || { rm -rf "$tmp"; die "$pkg: no 9p modules"; }
+	[[ -s $tmp/initramfs/modules/order ]] || undo_die "$pkg: no 9p modules"
 	(cd "$tmp/initramfs" && find . | LC_ALL=C sort | cpio --quiet -o -H newc | gzip -9 >"$tmp/made/initrd.img") ||
-		{ rm -rf "$tmp"; die "cannot make the initramfs"; }
+		undo_die "cannot make the initramfs"
 	echo "$want" >"$tmp/made/.cfsb-made"
 	rm -rf "$dir"
 	mkdir -p "${dir%/*}"

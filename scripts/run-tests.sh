@@ -252,10 +252,9 @@ log "packages; the stock kernel (Debian's)"
 read -ra rpi4_packages <<<"$(arch_packages arm64)"
 ensure_packages "${HOST_PACKAGES[@]}" "${rpi4_packages[@]}"
 command -v ruff >/dev/null || python3 -m pip install -q ruff >/dev/null 2>&1 || log "cannot install ruff"
-if [[ $skip_build -eq 0 ]]; then
-	"$CFSB_ROOT/scripts/kernel-build.sh" --variant debian
-	((thorough == 0)) || "$CFSB_ROOT/scripts/kernel-build.sh" --variant stock
-fi
+# (Downloaded, not built: with --skip-build too, where missing.)
+stock_image=$("$CFSB_ROOT/scripts/kernel-build.sh" --variant debian --print-image)
+[[ $skip_build -eq 1 || $thorough -eq 0 ]] || "$CFSB_ROOT/scripts/kernel-build.sh" --variant stock
 log "the kernel source's version"
 "$CFSB_ROOT/scripts/check-kernel-source.sh" | tee "$results/kernel-source.tap" || true
 
@@ -263,7 +262,6 @@ log "the kernel source's version"
 if [[ $skip_build -eq 0 ]]; then
 	"$CFSB_ROOT/scripts/kernel-build.sh" --variant patched
 fi
-stock_image=$("$CFSB_ROOT/scripts/kernel-build.sh" --variant debian --print-image)
 built_stock_image=$(kernel_image_path stock x86_64 default)
 patched_image=$(kernel_image_path patched x86_64 default)
 make -s -C "$CFSB_ROOT/selftests" KSRC="$(kernel_tree stock)"
