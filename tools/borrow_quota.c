@@ -79,15 +79,29 @@ static long long scale(long long x, long long num, long long den)
 
 long long bq_pay(struct bq_acct *a, long long elapsed_us, long long used_us)
 {
-	long long unused = 0, lowered, paid;
+	long long unused = 0, lowered, paid, waited, most;
 
+	if (a->debt_us <= 0) {
+		a->over_us = 0;
+		a->lump_seen_us = 0;
+	}
 	if (elapsed_us <= 0 || a->period_us <= 0 || a->debt_us <= 0)
 		return 0;
 	if (used_us >= 0) {
 		unused = scale(a->quota_us - a->lowered_us, elapsed_us,
 			       a->period_us) - used_us;
-		if (unused < 0)
+		if (unused < 0) {
+			if (-unused > a->lump_seen_us)
+				a->lump_seen_us = -unused;
+			most = a->lump_seen_us > a->lump_us ? a->lump_seen_us : a->lump_us;
+			a->over_us += -unused;
+			if (a->over_us > most)
+				a->over_us = most;
 			unused = 0;
+		}
+		waited = unused < a->over_us ? unused : a->over_us;
+		unused -= waited;
+		a->over_us -= waited;
 	}
 	lowered = scale(a->lowered_us, elapsed_us, a->period_us);
 	paid = unused + lowered;
@@ -599,6 +613,7 @@ static struct bq_group *get_group(const char *path, int *err)
 	q->ino = dir_ino(g.dir);
 	q->a.quota_us = quota;
 	q->a.period_us = period;
+	q->a.lump_us = jiffy_us * nr_cpus;
 	q->limited = quota > 0;
 	q->written_us = -1;
 	q->usage_slot = -1;
@@ -893,9 +908,21 @@ static void settle(struct bq_group *q)
 	q->lower_us = q->seen_lower_us;
 	if (!q->limited)
 		return;
-	if (q->wrote || q->a.lowered_us)
+	if (q->wrote || q->a.lowered_us) {
+		long long seen = q->a.lump_seen_us;
+
 		bq_regain(&q->a, elapsed, used);
-	q->paid_last = bq_pay(&q->a, elapsed, used);
+		q->paid_last = bq_pay(&q->a, elapsed, used);
+		/*
+		 * What it ran beyond is owed (bq_regain()): not carried, and
+		 * not a lump (a write refills a whole quota at once).
+		 */
+		q->a.over_us = 0;
+		if (q->a.lump_seen_us > seen)
+			q->a.lump_seen_us = seen;
+	} else {
+		q->paid_last = bq_pay(&q->a, elapsed, used);
+	}
 	q->wrote = false;
 }
 

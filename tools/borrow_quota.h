@@ -45,6 +45,9 @@ struct bq_acct {
 	unsigned long long paid_us;
 	unsigned long long dropped_us;	/* beyond the bound, or no level took it */
 	unsigned long long regained_us;	/* used beyond the quota after a write */
+	long long over_us;		/* run beyond the allowance, not yet waited for */
+	long long lump_us;		/* the least lump carried: a tick per CPU */
+	long long lump_seen_us;		/* the most one window ran beyond, owing */
 };
 
 /* The most a level may owe: a second's worth of quota, or one quota. */
@@ -54,7 +57,17 @@ long long bq_take(struct bq_acct *a, long long amount);
 /*
  * ELAPSED_US passed, in which the group ran USED_US (-1: unknown): its
  * unused allowance pays first, then what its quota was lowered by. Returns
- * what was paid.
+ * what was paid. A group's use comes in lumps: on a CPU it runs up to a
+ * tick past its runtime (4 ms at 250 Hz, four times the least quota), then
+ * waits while the next periods' refills cover that; what it ran beyond
+ * its allowance is carried (over_us) and is not unused allowance of the
+ * time it then waits. At most one lump is carried: a tick per CPU
+ * (lump_us), or the most one window since the debt began ran beyond its
+ * allowance where that is more (time a hypervisor took from a vCPU is
+ * charged to the task it interrupted where the kernel does not account
+ * steal time, as Debian's does not), so that a group that runs past its
+ * quota every period has no more to wait off than that. A group that owes
+ * nothing carries nothing.
  */
 long long bq_pay(struct bq_acct *a, long long elapsed_us, long long used_us);
 /*

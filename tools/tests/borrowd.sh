@@ -1886,11 +1886,12 @@ quota_regain_tests() {
 
 # syscr PID: the read(2) calls process PID has made.
 syscr() { sed -n 's/^syscr: //p' "/proc/$1/io"; }
-# reads_snap: borrowd's ($bpid) read(2) calls in R; its quota writes in W
-# and its rounds in N (--stats, after a USR1).
+# reads_snap: borrowd's ($bpid) read(2) calls in R, read at T (us); its
+# quota writes in W and its rounds in N (--stats, after a USR1).
 reads_snap() {
 	stats_now
 	R=$(syscr "$bpid")
+	T=${EPOCHREALTIME/./}
 	read -r W N < <(stats_fields "$bstats" writes rounds)
 }
 
@@ -1924,13 +1925,13 @@ owing_reads() {
 	wait_for "$4" "ready" && rc=0 || rc=1
 	sleep 2
 	reads_snap
-	r0=$R w0=$W n0=$N
+	r0=$R w0=$W n0=$N t0=$T
 	sleep "$5"
 	reads_snap
 }
 
 quota_reads_tests() {
-	local clients=6 rounds most R W N r0 w0 n0 each=1
+	local clients=6 rounds most R W N T r0 w0 n0 t0 each=1
 	owing_reads "$clients" qr 10000 "$tmp/quota8.log" 3
 	stats_clock_tests
 	kill -TERM "$bpid"
@@ -1962,20 +1963,23 @@ quota_reads_tests() {
 # what the clients leave unused pays them off, a look a second late at
 # most.
 quota_slow_looks_tests() {
-	local clients=6 rounds most R W N r0 w0 n0 secs=3 per_charge=0 owed spared
-	local looks=$((secs + 1))
+	local clients=6 rounds most R W N T r0 w0 n0 t0 secs=3 per_charge=0 owed spared
+	local looks every=1000000
 	owing_reads "$clients" qs 1000 "$tmp/quota9.log" "$secs"
 	rounds=$((${N:-0} - ${n0:-0}))
 	out=$(cat "$tmp/quota9.log")
 	[[ -e $(cpu_root)/cgroup.controllers ]] || per_charge=2
 	# On v2 the BPF programs count the clients' runs: a client is read
-	# when the count shows a period's quota unused, and at least every 5 s
-	# (one look in the window, one to spare).
-	[[ $per_charge -eq 0 ]] && looks=2
+	# when the count shows a period's quota unused, and at least every 5 s.
+	[[ $per_charge -eq 0 ]] && every=5000000
+	# A look each EVERY of the window, one to spare. The window is as long
+	# as the guest took between the two reads of the counts (the snapshots
+	# run Python among twelve busy tasks), not SECS: measured.
+	looks=$(((${T:-0} - ${t0:-0} + every - 1) / every + 1))
 	# The design's most, and one read a round to spare.
 	most=$((rounds * (3 + per_charge * clients) + looks * 2 * clients))
 	read -r spared < <(stats_fields "$bstats" looks_spared)
-	info "quota mode, $clients clients at the least quota: $((R - r0)) reads in $rounds rounds with $((${W:-0} - ${w0:-0})) quota writes (at most $most), ${spared:-?} looks spared by the BPF programs' count"
+	info "quota mode, $clients clients at the least quota: $((R - r0)) reads in $rounds rounds, $(((${T:-0} - ${t0:-0}) / 1000)) ms, with $((${W:-0} - ${w0:-0})) quota writes (at most $most), ${spared:-?} looks spared by the BPF programs' count"
 	if [[ $per_charge -eq 0 ]]; then
 		check "quota mode, v2: a client whose quota can neither be lowered nor pay is read when the BPF programs' count shows it may pay" \
 			'[[ $rc -eq 0 && -n $R && -n $r0 && $rounds -ge 10 && $((R - r0)) -le $most && ${W:-1} -eq 0 && ${spared:-0} -gt 0 ]]'

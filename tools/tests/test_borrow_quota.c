@@ -287,9 +287,84 @@ static void spared_looks_pay_at_the_next(void)
 	EXPECT_EQ(every.paid_us, 1150);
 }
 
+/*
+ * At 250 Hz a group at the least quota runs about 4 ms on a CPU before the
+ * tick throttles it, then waits while three periods' refills cover that:
+ * it uses its quota, in lumps. The periods it waits in leave nothing
+ * unused, and once it has waited its run off a period it idles pays.
+ */
+static void lumpy_use_leaves_nothing_unused(void)
+{
+	struct bq_acct a = { .quota_us = 1000, .period_us = 100000,
+			     .debt_us = 50000, .lump_us = 8000 };
+	long long used[8] = { 4000, 0, 0, 0, 4000, 0, 0, 0 };
+
+	for (int r = 0; r < 8; r++)
+		bq_pay(&a, 100000, used[r]);
+	EXPECT_EQ(a.paid_us, 0);
+	EXPECT_EQ(a.over_us, 0);
+	/* Then idle for a period: that pays. */
+	EXPECT_EQ(bq_pay(&a, 100000, 0), 1000);
+	/* Half the lump in each of two looks: the same. */
+	a = (struct bq_acct){ .quota_us = 1000, .period_us = 100000,
+			      .debt_us = 50000, .lump_us = 8000 };
+	EXPECT_EQ(bq_pay(&a, 200000, 3000), 0);
+	EXPECT_EQ(bq_pay(&a, 200000, 1000), 0);
+	EXPECT_EQ(a.over_us, 0);
+	/* Nothing owed: nothing carried into the next debt. */
+	a = (struct bq_acct){ .quota_us = 1000, .period_us = 100000, .lump_us = 8000 };
+	bq_pay(&a, 100000, 4000);
+	EXPECT_EQ(a.over_us, 0);
+}
+
+/*
+ * A busy group runs past its quota a little every period (a tick past its
+ * runtime on a CPU, at every refill): a minute of that is no more to wait
+ * off than one lump. Then it stops: after the lump, what it leaves unused
+ * pays.
+ */
+static void carry_is_at_most_a_lump(void)
+{
+	struct bq_acct a = { .quota_us = 1000, .period_us = 100000,
+			     .debt_us = 10000, .lump_us = 8000 };
+
+	for (int r = 0; r < 600; r++)
+		bq_pay(&a, 100000, 1500);
+	EXPECT_EQ(a.over_us, 8000);
+	EXPECT_EQ(a.paid_us, 0);
+	/* Eight idle periods wait the lump off; the next ten pay the debt. */
+	for (int r = 0; r < 8; r++)
+		bq_pay(&a, 100000, 0);
+	EXPECT_EQ(a.paid_us, 0);
+	EXPECT_EQ(a.over_us, 0);
+	for (int r = 0; r < 10; r++)
+		bq_pay(&a, 100000, 0);
+	EXPECT_EQ(a.paid_us, 10000);
+	EXPECT_EQ(a.debt_us, 0);
+	/*
+	 * A vCPU the hypervisor stalled between two ticks: one window ran
+	 * 20 ms beyond. That lump is carried whole, and no more after it.
+	 */
+	a = (struct bq_acct){ .quota_us = 1000, .period_us = 100000,
+			      .debt_us = 10000, .lump_us = 8000 };
+	bq_pay(&a, 100000, 21000);
+	EXPECT_EQ(a.over_us, 20000);
+	for (int r = 0; r < 600; r++)
+		bq_pay(&a, 100000, 1500);
+	EXPECT_EQ(a.over_us, 20000);
+	for (int r = 0; r < 20; r++)
+		bq_pay(&a, 100000, 0);
+	EXPECT_EQ(a.paid_us, 0);
+	EXPECT_EQ(bq_pay(&a, 100000, 0), 1000);
+	/* Paid off: the next debt starts from a tick per CPU again. */
+	a.debt_us = 0;
+	bq_pay(&a, 100000, 0);
+	EXPECT_EQ(a.lump_seen_us, 0);
+}
+
 int main(void)
 {
-	printf("TAP version 13\n1..11\n");
+	printf("TAP version 13\n1..13\n");
 	run("bound_is_a_second_of_quota", bound_is_a_second_of_quota);
 	run("take_drops_beyond_the_bound", take_drops_beyond_the_bound);
 	run("parent_owes_what_the_child_took", parent_owes_what_the_child_took);
@@ -302,6 +377,8 @@ int main(void)
 	    steady_borrowing_is_paid_with_few_writes);
 	run("busy_group_spares_its_looks", busy_group_spares_its_looks);
 	run("spared_looks_pay_at_the_next", spared_looks_pay_at_the_next);
+	run("lumpy_use_leaves_nothing_unused", lumpy_use_leaves_nothing_unused);
+	run("carry_is_at_most_a_lump", carry_is_at_most_a_lump);
 	printf("# totals: pass:%d fail:%d\n", nr_tests - nr_failed, nr_failed);
 	return nr_failed ? 1 : 0;
 }
