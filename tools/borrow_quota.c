@@ -128,6 +128,25 @@ long long bq_regain(struct bq_acct *a, long long elapsed_us, long long used_us)
 	return took;
 }
 
+long long bq_settle(struct bq_acct *a, long long elapsed_us, long long used_us,
+		    bool regain)
+{
+	long long seen = a->lump_seen_us, paid;
+
+	if (!regain)
+		return bq_pay(a, elapsed_us, used_us);
+	bq_regain(a, elapsed_us, used_us);
+	paid = bq_pay(a, elapsed_us, used_us);
+	/*
+	 * What it ran beyond is owed (bq_regain()): not carried, and not a
+	 * lump (a write refills a whole quota at once).
+	 */
+	a->over_us = 0;
+	if (a->lump_seen_us > seen)
+		a->lump_seen_us = seen;
+	return paid;
+}
+
 bool bq_may_spare(const struct bq_acct *a, long long elapsed_us,
 		  long long used_lower_us)
 {
@@ -908,21 +927,7 @@ static void settle(struct bq_group *q)
 	q->lower_us = q->seen_lower_us;
 	if (!q->limited)
 		return;
-	if (q->wrote || q->a.lowered_us) {
-		long long seen = q->a.lump_seen_us;
-
-		bq_regain(&q->a, elapsed, used);
-		q->paid_last = bq_pay(&q->a, elapsed, used);
-		/*
-		 * What it ran beyond is owed (bq_regain()): not carried, and
-		 * not a lump (a write refills a whole quota at once).
-		 */
-		q->a.over_us = 0;
-		if (q->a.lump_seen_us > seen)
-			q->a.lump_seen_us = seen;
-	} else {
-		q->paid_last = bq_pay(&q->a, elapsed, used);
-	}
+	q->paid_last = bq_settle(&q->a, elapsed, used, q->wrote || q->a.lowered_us);
 	q->wrote = false;
 }
 

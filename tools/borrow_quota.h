@@ -35,7 +35,8 @@ void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
  * One level's account, in microseconds. Pure arithmetic: bq_take(),
- * bq_pay(), bq_target() and bq_must_write() read and change nothing else.
+ * bq_pay(), bq_settle(), bq_target() and bq_must_write() read and change
+ * nothing else.
  */
 struct bq_acct {
 	long long quota_us, period_us;	/* configured */
@@ -77,6 +78,14 @@ long long bq_pay(struct bq_acct *a, long long elapsed_us, long long used_us);
  * lowering was in effect or that began with a write. Returns what it took.
  */
 long long bq_regain(struct bq_acct *a, long long elapsed_us, long long used_us);
+/*
+ * A look's window: bq_pay(), after bq_regain() where REGAIN (the window
+ * began with a write, or a lowering was in effect); what such a window
+ * ran beyond is then owed, neither carried nor taken for a lump. Returns
+ * what was paid.
+ */
+long long bq_settle(struct bq_acct *a, long long elapsed_us, long long used_us,
+		    bool regain);
 /*
  * How much to take off the quota from now on: the debt over two periods,
  * leaving FLOOR_US per period and a quota of at least MIN_QUOTA_US.

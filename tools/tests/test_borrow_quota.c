@@ -362,9 +362,35 @@ static void carry_is_at_most_a_lump(void)
 	EXPECT_EQ(a.lump_seen_us, 0);
 }
 
+/*
+ * A window that began with a write may run a whole refill beyond its
+ * allowance: that is owed again, not carried, and it does not raise the
+ * lump a later window may carry.
+ */
+static void written_window_is_owed_not_carried(void)
+{
+	struct bq_acct a = { .quota_us = 10000, .period_us = 100000,
+			     .debt_us = 5000, .lump_us = 8000 };
+
+	/* Allowed 10 ms, used 40: 30 ms owed again, none carried. */
+	EXPECT_EQ(bq_settle(&a, 100000, 40000, true), 0);
+	EXPECT_EQ(a.regained_us, 30000);
+	EXPECT_EQ(a.debt_us, 35000);
+	EXPECT_EQ(a.over_us, 0);
+	EXPECT_EQ(a.lump_seen_us, 0);
+	/*
+	 * Then 1 ms beyond in each of 20 windows without a write: a tick
+	 * per CPU carried, not the written window's 30 ms.
+	 */
+	for (int r = 0; r < 20; r++)
+		bq_settle(&a, 100000, 11000, false);
+	EXPECT_EQ(a.over_us, 8000);
+	EXPECT_EQ(a.regained_us, 30000);
+}
+
 int main(void)
 {
-	printf("TAP version 13\n1..13\n");
+	printf("TAP version 13\n1..14\n");
 	run("bound_is_a_second_of_quota", bound_is_a_second_of_quota);
 	run("take_drops_beyond_the_bound", take_drops_beyond_the_bound);
 	run("parent_owes_what_the_child_took", parent_owes_what_the_child_took);
@@ -379,6 +405,7 @@ int main(void)
 	run("spared_looks_pay_at_the_next", spared_looks_pay_at_the_next);
 	run("lumpy_use_leaves_nothing_unused", lumpy_use_leaves_nothing_unused);
 	run("carry_is_at_most_a_lump", carry_is_at_most_a_lump);
+	run("written_window_is_owed_not_carried", written_window_is_owed_not_carried);
 	printf("# totals: pass:%d fail:%d\n", nr_tests - nr_failed, nr_failed);
 	return nr_failed ? 1 : 0;
 }
