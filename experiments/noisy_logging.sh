@@ -63,19 +63,23 @@ Tiers:
            yes at quota 50 ms; N = 1 and 2 with cmd1 and cmd2, 2 sysbench
            runs of 1 s; one boot per VM; one overhead boot per kernel;
            the engines part with stock nerdctl alone, for 2 s
-  --full   the paper's grid (3 commands x 4 quotas; N = 1..5 x cmd1..cmd4)
-           with shorter windows than the paper's 30 s and 10 x 10 s (4 s
-           after 1 s; one sysbench run of 2 s per cell and boot: runs on the
-           instruction clock agree to 0.01 %, boots to 0.2 %) and the
-           headroom cells (N = 2, 3 with the quotas adding up to 80 ms): the
-           headline cells (50 and 20 ms; N = 1, 2, 5, the N = 2 headroom
-           cells) in 3 boots, the rest (33 and 25 ms, N = 3, 4, the N = 3
-           headroom cells) in 1 (--grid-boots), thread mode there and in
-           experiment 1 only,
-           borrowd's quota mode on the stock kernel only; 3 overhead boots
-           per kernel; the engines part in 2 boots of 4 s, borrowd pacing
-           the workers (--pace) as a third mode; --estimate says how long
-           on this machine
+  --full   the cells the targets judge in 3 boots, the paper's other
+           commands in 1, sized to fit 150 min on a 2-CPU host whose
+           emulator runs a busy guest second in about 5.6 s (windows shorter
+           than the paper's 30 s and 10 x 10 s: 3 s after 2 s; one sysbench
+           run of 2 s per cell and boot: runs on the instruction clock agree
+           to 0.01 %, boots to 0.2 %). The headline VMs (--boots 3):
+           experiment 1 with yes at 50 and 20 ms in every mode; experiment
+           2 at N = 1 and 2 with cmd1 and cmd2 and the N = 2 headroom cell
+           (cmd2, the quotas adding up to 80 ms) in off, process and incg
+           (the stock kernel: off and borrowd, its quota mode). The grid
+           VMs (--grid-boots 1): lsmod and echo at 50 and 20 ms (off,
+           process), N = 5 with cmd1..cmd4 (off, process, incg; the stock
+           kernel off). Left out: the quotas of 33 and 25 ms (between 50
+           and 20 ms), N = 3 and 4 (between 2 and 5), lsmod and echo at
+           N = 2. 3 overhead boots per kernel; the engines part in 2 boots
+           of 4 s, borrowd pacing the workers (--pace) as a third mode;
+           --estimate says how long on this machine
 
 Every boot shuffles the order of the modes (a seed of its own, from the
 host, in meta.json and vm.json); raw/<run>/run.json records what the run
@@ -84,17 +88,21 @@ QEMU, host CPU, packages) and whether a --resume made it span commits.
 
 Options:
   --cgroup H     v1, v2 or both (default)
-  --modes LIST   the patched kernel's modes (default: quick
-                 off,process,thread,incg,agent,agent-quota; full
-                 off,process,thread,incg,agent)
+  --modes LIST   the patched kernel's modes, in every VM (default: quick
+                 off,process,thread,incg,agent,agent-quota; full: the
+                 headline VMs off,process,thread,incg,agent, the grid VMs
+                 off,process)
   --exp2-modes LIST  experiment 2's modes (default: quick --modes; full
-                 off,process,incg,agent)
+                 off,process,incg)
   --stock-modes LIST  the stock kernel's modes, experiments 1 and 2 (default
-                 off,agent; off, incg, agent, agent-quota: the stock kernel
-                 has no file, its agent is the quota mode)
+                 off,agent, the full tier's grid VMs off; off, incg, agent,
+                 agent-quota: the stock kernel has no file, its agent is the
+                 quota mode)
   --parts LIST   a comma-separated subset of exp1,exp2,throughput,overhead,
                  engines (default: all)
   --exp2-n LIST  experiment 2 for these N only (default: the tier's), e.g. 2
+  --exp2-cmds LIST  experiment 2 with these commands only (cmd1..cmd4;
+                 default: the tier's), e.g. cmd1,cmd2
   --exp1-cmds LIST, --exp1-quotas LIST
                  experiment 1 for these commands (yes, lsmod, echo) and quotas
                  (ms per 100 ms) only (default: the tier's), e.g. 50,20
@@ -137,8 +145,8 @@ EOF
 }
 
 tier=quick HIERARCHIES=(v2 v1) modes="" modes_given=0 exp2_modes="" out=""
-report_only=0 resume=0 stock_modes=off,agent no_build=0 borrowd="" vm_slots=2
-parts=exp1,exp2,throughput,overhead,engines exp2_n="" exp1_cmds="" exp1_quotas="" exp_opts=() wall=0
+report_only=0 resume=0 stock_modes="" no_build=0 borrowd="" vm_slots=2
+parts=exp1,exp2,throughput,overhead,engines exp2_n="" exp2_cmds="" exp1_cmds="" exp1_quotas="" exp_opts=() wall=0
 boots="" ov_boots="" grid_boots="" engine_boots=""
 engines_arg="" estimate=0
 while [[ $# -gt 0 ]]; do
@@ -153,6 +161,7 @@ while [[ $# -gt 0 ]]; do
 	--borrowd) borrowd=${2:?}; shift 2 ;;
 	--parts) parts=${2:?}; shift 2 ;;
 	--exp2-n) exp2_n=${2:?}; shift 2 ;;
+	--exp2-cmds) exp2_cmds=${2:?}; shift 2 ;;
 	--exp1-cmds) exp1_cmds=${2:?}; shift 2 ;;
 	--exp1-quotas) exp1_quotas=${2:?}; shift 2 ;;
 	--boots) boots=${2:?}; shift 2 ;;
@@ -172,24 +181,25 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 # The modes: the quick tier every one; the full tier not borrowd's quota
-# mode on the patched kernel (the stock kernel's agent is that mode), and
-# thread mode in experiment 1 only.
+# mode on the patched kernel (the stock kernel's agent is that mode), in
+# experiment 2 those its targets compare (off, process, incg), and in its
+# grid VMs the reference study's two (off and process; the stock kernel:
+# off), unless --modes, --exp2-modes or --stock-modes name them.
 case $tier in
 quick) modes=${modes:-off,process,thread,incg,agent,agent-quota} ;;
-full) modes=${modes:-off,process,thread,incg,agent} exp2_modes=${exp2_modes:-off,process,incg,agent} ;;
+full) modes=${modes:-off,process,thread,incg,agent} exp2_modes=${exp2_modes:-off,process,incg} ;;
 esac
 exp2_modes=${exp2_modes:-$modes}
-# The full tier's boots of the headline cells leave thread mode to its grid
-# VMs (it is not a target's mode), unless --modes names the modes.
-headline_modes=$modes
-[[ $tier == full && $modes_given == 0 ]] && headline_modes=off,process,incg,agent
+grid_modes=$modes grid_stock_modes=${stock_modes:-off}
+[[ $tier == full && $modes_given == 0 ]] && grid_modes=off,process
+stock_modes=${stock_modes:-off,agent}
 MODE_RE='(off|process|thread|incg|agent|agent-quota)'
 for m in "$modes" "$exp2_modes"; do
 	[[ $m =~ ^$MODE_RE(,$MODE_RE)*$ ]] ||
 		die "--modes and --exp2-modes take a comma-separated list of off, process, thread, incg, agent, agent-quota"
 done
 STOCK_MODE_RE='(off|incg|agent|agent-quota)'
-[[ $stock_modes =~ ^$STOCK_MODE_RE(,$STOCK_MODE_RE)*$ ]] ||
+[[ $stock_modes =~ ^$STOCK_MODE_RE(,$STOCK_MODE_RE)*$ && $grid_stock_modes =~ ^$STOCK_MODE_RE(,$STOCK_MODE_RE)*$ ]] ||
 	die "--stock-modes takes a comma-separated list of off, incg, agent, agent-quota (stock nerdctl charges nothing)"
 [[ $vm_slots == [12] ]] || die "--vm-slots takes 1 or 2"
 [[ $parts =~ ^(exp1|exp2|throughput|overhead|engines)(,(exp1|exp2|throughput|overhead|engines))*$ ]] ||
@@ -199,6 +209,10 @@ if [[ -n $exp2_n ]]; then
 	exp_opts+=(--exp2-n "$exp2_n")
 fi
 # (exp_opts: the experiments' options, as the guest takes them.)
+if [[ -n $exp2_cmds ]]; then
+	[[ $exp2_cmds =~ ^cmd[1-4](,cmd[1-4])*$ ]] || die "--exp2-cmds takes a comma-separated list of cmd1, cmd2, cmd3, cmd4"
+	exp_opts+=(--exp2-cmds "$exp2_cmds")
+fi
 if [[ -n $exp1_cmds ]]; then
 	[[ $exp1_cmds =~ ^(yes|lsmod|echo)(,(yes|lsmod|echo))*$ ]] ||
 		die "--exp1-cmds takes a comma-separated list of yes, lsmod, echo"
@@ -216,20 +230,21 @@ if [[ -n $borrowd ]]; then
 fi
 # The quick tier's engine is stock nerdctl alone (the test command's tools
 # section runs Podman's and Docker's through the same script).
-# The full tier: the headline cells (experiment 1 at 50 and 20 ms,
-# experiment 2 at N = 1, 2, 5 and its headroom cells) in every boot, the
-# rest of the reference study's grid (33 and 25 ms; N = 3, 4) in
-# --grid-boots more VMs per kernel and hierarchy; thread mode in
-# experiment 1 only. (--exp1-quotas or --exp2-n: those cells in every boot,
-# no grid VMs.)
+# The full tier: the cells the targets judge (experiment 1 with yes at 50
+# and 20 ms, experiment 2 at N = 1 and 2 with cmd1 and cmd2 and the N = 2
+# headroom cell) in every boot; the reference study's other commands at
+# the same quotas and its largest N in --grid-boots more VMs per kernel and
+# hierarchy. (--exp1-cmds, --exp1-quotas, --exp2-n or --exp2-cmds: those
+# cells in every boot, no grid VMs.)
 headline=() grid=()
 case $tier in
 quick) boots=${boots:-1} ov_boots=${ov_boots:-1} engine_secs=2 engines=${engines_arg:-nerdctl}
 	grid_boots=${grid_boots:-0} engine_boots=${engine_boots:-1} engine_modes=(off borrowd) ;;
 full) boots=${boots:-3} ov_boots=${ov_boots:-3} engine_secs=4 engines=${engines_arg:-podman,nerdctl,docker,cri}
 	grid_boots=${grid_boots:-1} engine_boots=${engine_boots:-2} engine_modes=(off borrowd pace)
-	if [[ -z $exp1_quotas && -z $exp2_n ]]; then
-		headline=(--exp1-quotas "50,20" --exp2-n "1,2,5") grid=(--exp1-quotas "33,25" --exp2-n "3,4")
+	if [[ -z $exp1_cmds$exp1_quotas$exp2_n$exp2_cmds ]]; then
+		headline=(--exp1-cmds yes --exp1-quotas "50,20" --exp2-n "1,2" --exp2-cmds "cmd1,cmd2")
+		grid=(--exp1-cmds "lsmod,echo" --exp1-quotas "50,20" --exp2-n 5)
 	else
 		grid_boots=0
 	fi
@@ -248,10 +263,11 @@ only() {
 	for w in ${list//,/ }; do [[ " $* " == *" $w "* ]] && keep+=("$w"); done
 	(IFS=,; echo "${keep[*]}")
 }
-# What the experiments' VMs run; the stock kernel, the baseline, charges
-# nothing: no throughput part (it compares charging modes), `off` only.
+# What the experiments' VMs run: the patched kernel's headline VMs the
+# logging throughput too (it compares charging modes, which the stock
+# kernel's VMs and the grid VMs leave out).
 guest_parts=$(only "$parts" exp1 exp2 throughput)
-stock_parts=$(only "$parts" exp1 exp2)
+exp_parts=$(only "$parts" exp1 exp2)
 clock=icount
 ((wall)) && clock=wall
 # This run's raw data: a directory of its own, so that other parts' stay.
@@ -293,25 +309,25 @@ vm_plan() {
 	for ((b = 1; b <= boots; b++)); do
 		[[ -n $guest_parts ]] || break
 		for hier in "${HIERARCHIES[@]}"; do
-			echo "patched-$hier-b$b patched $hier --parts $guest_parts --modes $headline_modes" \
+			echo "patched-$hier-b$b patched $hier --parts $guest_parts --modes $modes" \
 				"--exp2-modes $exp2_modes ${exp_opts[*]} ${headline[*]}"
 		done
 		# (The engines next to the first boot's stock VMs: the longest VMs
 		# first, the two host CPUs end at about the same time.)
 		((b <= engine_boots)) && has_part engines && echo "engines-v2-b$b patched v2 engines"
 		for hier in "${HIERARCHIES[@]}"; do
-			[[ -z $stock_parts ]] ||
-				echo "stock-$hier-b$b stock $hier --parts $stock_parts --nerdctl stock --modes $stock_modes" \
+			[[ -z $exp_parts ]] ||
+				echo "stock-$hier-b$b stock $hier --parts $exp_parts --nerdctl stock --modes $stock_modes" \
 					"${exp_opts[*]} ${headline[*]}"
 		done
 	done
 	for ((b = 1; b <= grid_boots; b++)); do
 		for hier in "${HIERARCHIES[@]}"; do
-			[[ -z $guest_parts ]] ||
-				echo "patched-$hier-g$b patched $hier --parts $guest_parts --modes $modes" \
+			[[ -z $exp_parts ]] ||
+				echo "patched-$hier-g$b patched $hier --parts $exp_parts --modes $grid_modes" \
 					"--exp2-modes $exp2_modes ${exp_opts[*]} ${grid[*]}"
-			[[ -z $stock_parts ]] ||
-				echo "stock-$hier-g$b stock $hier --parts $stock_parts --nerdctl stock --modes $stock_modes" \
+			[[ -z $exp_parts ]] ||
+				echo "stock-$hier-g$b stock $hier --parts $exp_parts --nerdctl stock --modes $grid_stock_modes" \
 					"${exp_opts[*]} ${grid[*]}"
 		done
 	done
@@ -403,7 +419,7 @@ fi
 # borrowd: for the engines, and for the agent modes of the experiments.
 agent_modes=0
 [[ -n $guest_parts && ,$modes,$exp2_modes, == *,agent* ]] && agent_modes=1
-[[ -n $stock_parts && ,$stock_modes, == *,agent* ]] && agent_modes=1
+[[ -n $exp_parts && ,$stock_modes, == *,agent* ]] && agent_modes=1
 if has_part engines || { ((agent_modes)) && [[ -z $borrowd ]]; }; then
 	ensure_packages "${TOOLS_PACKAGES[@]}"
 	make -s -C "$CFSB_ROOT/tools"

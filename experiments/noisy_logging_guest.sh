@@ -5,7 +5,7 @@
 #
 #   noisy_logging_guest.sh --out DIR [--tier quick|full] [--parts LIST]
 #                          [--modes LIST] [--exp2-modes LIST] [--exp2-n LIST]
-#                          [--exp1-cmds LIST] [--exp1-quotas LIST]
+#                          [--exp2-cmds LIST] [--exp1-cmds LIST] [--exp1-quotas LIST]
 #                          [--nerdctl patched|stock] [--borrowd PATH]
 #                          [--sysbench-burst] [--seed N] [--plan]
 #
@@ -64,9 +64,10 @@
 # order is shuffled per boot, from --seed (default 1; meta.json records it).
 # --nerdctl stock: unmodified nerdctl (no cpu-charge option: off, incg and
 # the agent modes only), the stock kernel's baseline. --exp2-n runs
-# experiment 2 for those N only (default: the tier's), --exp1-cmds and
-# --exp1-quotas experiment 1 for those commands (yes, lsmod, echo) and
-# quotas (ms per 100 ms) only. --plan prints the planned seconds and exits.
+# experiment 2 for those N only (default: the tier's), --exp2-cmds for
+# those commands (cmd1..cmd4; the headroom cells those of them they run),
+# --exp1-cmds and --exp1-quotas experiment 1 for those commands (yes,
+# lsmod, echo) and quotas (ms per 100 ms) only. --plan prints the planned seconds and exits.
 # The kernel's modules (vm-run.sh shares them) are loaded first: the lsmod
 # loop lists them.
 # --sysbench-burst gives sysbench's container a burst (cpu.max.burst,
@@ -78,7 +79,7 @@ set -euo pipefail
 # shellcheck source=scripts/guest-check.sh
 source "$(dirname "$0")/../scripts/guest-check.sh"
 
-out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread,incg,agent,agent-quota exp2_modes="" exp2_n=""
+out="" tier=quick parts=exp1,exp2,throughput modes=off,process,thread,incg,agent,agent-quota exp2_modes="" exp2_n="" exp2_cmds=""
 sb_burst=0 nerdctl=patched plan_only=0 exp1_cmds="" exp1_quotas="" borrowd="" seed=1
 while [[ $# -gt 0 ]]; do
 	case $1 in
@@ -88,6 +89,7 @@ while [[ $# -gt 0 ]]; do
 	--modes) modes=${2:?}; shift 2 ;;
 	--exp2-modes) exp2_modes=${2:?}; shift 2 ;;
 	--exp2-n) exp2_n=${2:?}; shift 2 ;;
+	--exp2-cmds) exp2_cmds=${2:?}; shift 2 ;;
 	--exp1-cmds) exp1_cmds=${2:?}; shift 2 ;;
 	--exp1-quotas) exp1_quotas=${2:?}; shift 2 ;;
 	--sysbench-burst) sb_burst=1; shift ;;
@@ -147,7 +149,7 @@ full)
 	EXP2_NS=(1 2 3 4 5) EXP2_CMDS=(cmd1 cmd2 cmd3 cmd4)
 	EXP2_HEADROOM_NS=(2 3) EXP2_HEADROOM_CMDS=(cmd2 cmd4)
 	SB_RUNS=1 SB_TIME=2 EXP2_SETTLE=2
-	TP_WINDOWS=2 TP_WINDOW=2
+	TP_WINDOWS=1 TP_WINDOW=2
 	;;
 quick)
 	EXP1_CMDS=(yes) EXP1_QUOTAS_MS=(50)
@@ -175,6 +177,14 @@ if [[ -n $exp2_n ]]; then
 	[[ $exp2_n =~ ^[1-9][0-9]?(,[1-9][0-9]?)*$ ]] ||
 		{ echo "noisy_logging_guest: --exp2-n takes a comma-separated list of N (1..99)" >&2; exit 2; }
 	IFS=, read -ra EXP2_NS <<<"$exp2_n"
+fi
+if [[ -n $exp2_cmds ]]; then
+	[[ $exp2_cmds =~ ^cmd[1-4](,cmd[1-4])*$ ]] ||
+		{ echo "noisy_logging_guest: --exp2-cmds takes a comma-separated list of cmd1, cmd2, cmd3, cmd4" >&2; exit 2; }
+	IFS=, read -ra EXP2_CMDS <<<"$exp2_cmds"
+	kept=()
+	for c in "${EXP2_HEADROOM_CMDS[@]}"; do [[ ,$exp2_cmds, == *",$c,"* ]] && kept+=("$c"); done
+	EXP2_HEADROOM_CMDS=("${kept[@]}")
 fi
 if [[ -n $exp1_cmds ]]; then
 	[[ $exp1_cmds =~ ^(yes|lsmod|echo)(,(yes|lsmod|echo))*$ ]] ||
@@ -806,6 +816,8 @@ read -r CONTAINERD_PID <"$CS_STATE/containerd.pid"
 	echo "  \"sysbench_burst\": $( ((sb_burst)) && echo true || echo false),"
 	echo "  \"throughput_windows\": $TP_WINDOWS, \"throughput_window_s\": $TP_WINDOW,"
 	echo "  \"seed\": $seed, \"headroom_pct\": $HEADROOM_PCT,"
+	echo "  \"exp1_cmds\": \"${EXP1_CMDS[*]}\", \"exp1_quotas_ms\": \"${EXP1_QUOTAS_MS[*]}\","
+	echo "  \"exp2_n\": \"${EXP2_NS[*]}\", \"exp2_cmds\": \"${EXP2_CMDS[*]}\","
 	echo "  \"exp2_headroom_n\": \"${EXP2_HEADROOM_NS[*]}\", \"exp2_headroom_cmds\": \"${EXP2_HEADROOM_CMDS[*]}\","
 	echo "  \"planned_s\": $PLAN_TOTAL,"
 	echo "  \"cells\": {\"exp1\": $EXP1_CELLS, \"exp2\": $EXP2_CELLS, \"throughput\": $TP_CELLS}"
