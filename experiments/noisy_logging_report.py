@@ -1280,13 +1280,17 @@ def targets_section(summary: dict[str, Any]) -> list[str]:
         "## Targets (charging in process mode)",
         "",
         "Per cell the mean and its 95 % interval across boots (Student t, df = boots - 1; the N = 1 "
-        "delta: df = the fewer kernel's boots - 1). A target is met only where every cell's interval "
+        "delta: df = the fewer kernel's boots - 1). A target is judged on the cells measured in more "
+        "than one boot (the full tier's headline cells) and met only where every such cell's interval "
         "lies inside it; a cell whose interval lies wholly outside misses it, one whose interval "
-        "straddles the bound (or has none: one boot) leaves it open. A target on the instruction "
-        "clock is judged only from cells measured there.",
+        "straddles the bound leaves it open. Cells measured in one boot (the full tier's grid, the "
+        "quick tier) have no interval: their worst mean stands in the last column, not judged (with "
+        "no other cells: not resolved). A target on the instruction clock is judged only from cells "
+        "measured there.",
         "",
-        "| target | resolution | cells | worst cell: mean [95 % interval] | inside / outside / open | met |",
-        "|---|---|---|---|---|---|",
+        "| target | resolution | cells | worst cell: mean [95 % interval] | inside / outside / open | met "
+        "| one boot: cells, worst mean |",
+        "|---|---|---|---|---|---|---|",
     ]
     summary["targets"] = []
 
@@ -1301,35 +1305,45 @@ def targets_section(summary: dict[str, Any]) -> list[str]:
         digits: int = 3,
     ) -> None:
         if not cells:
-            out.append(f"| {name} | {resolution} | 0 | not measured | - | - |")
+            out.append(f"| {name} | {resolution} | 0 | not measured | - | - | - |")
             return
-        inside = outside = 0
-        for m, half, _ in cells:
-            if half is not None and lo <= m - half and m + half <= hi:
-                inside += 1
-            elif half is not None and (m + half < lo or m - half > hi):
-                outside += 1
-        opened = len(cells) - inside - outside
+        judged = [(m, h, w) for m, h, w in cells if h is not None]
+        single = [(m, w) for m, h, w in cells if h is None]
+        inside = sum(lo <= m - h and m + h <= hi for m, h, _ in judged)
+        outside = sum(m + h < lo or m - h > hi for m, h, _ in judged)
+        opened = len(judged) - inside - outside
+
         # The worst: the lowest mean for a lower bound, the farthest from 0 for a band.
-        m, half, where = min(cells, key=lambda c: -abs(c[0]) if band else c[0])
-        shown = f"{m:.{digits}f}" + (
-            f" [{m - half:.{digits}f}, {m + half:.{digits}f}]" if half is not None else " [no interval]"
-        )
-        met = "yes" if inside == len(cells) else "no" if outside else "not resolved"
+        def badness(m: float) -> float:
+            return -abs(m) if band else m
+
+        half: float | None = None
+        if judged:
+            m, half, where = min(judged, key=lambda c: badness(c[0]))
+            shown = f"{m:.{digits}f} [{m - half:.{digits}f}, {m + half:.{digits}f}] ({where})"
+            met = "yes" if inside == len(judged) else "no" if outside else "not resolved"
+        else:
+            m, where = min(single, key=lambda c: badness(c[0]))
+            shown, met = "-", "not resolved"
+        one = "-"
+        if single:
+            sm, swhere = min(single, key=lambda c: badness(c[0]))
+            one = f"{len(single)}, {sm:.{digits}f} ({swhere})"
         out.append(
-            f"| {name} | {resolution} | {len(cells)} | {shown} ({where}) | {inside} / {outside} / {opened} "
-            f"| {met} |"
+            f"| {name} | {resolution} | {len(judged)} | {shown} | {inside} / {outside} / {opened} | {met} "
+            f"| {one} |"
         )
         summary["targets"].append(
             {
                 "target": name,
                 "resolution": resolution,
-                "cells": len(cells),
+                "cells": len(judged),
                 "inside": inside,
                 "outside": outside,
                 "open": opened,
                 "met": met,
                 "worst": {"mean": m, "ci95": half, "cell": where},
+                "one_boot_cells": len(single),
             }
         )
 
