@@ -190,15 +190,17 @@ type Charger struct {
 	paused       atomic.Bool
 	mu           sync.Mutex
 	resume       chan struct{}
-	noPace       bool           // StopPacing was called: never pause again (under mu)
-	freeQueue    atomic.Bool    // no bound in WaitQueue: the debt read far from pacing, or pacing stopped
-	nearPace     bool           // the debt was once read close to pacing
-	shares       map[int]*share // by level (ancestors): this logger's part of each one's debt
-	lastDeducted uint64         // the kernel's count of paid debt at the last reading
-	haveDebt     bool           // lastDeducted is valid
-	progress     time.Time      // when a payment was last seen
-	stalled      bool           // the debt stopped being paid: do not wait for it
-	pauses       uint64         // how many times the logger waited
+	noPace       bool                          // StopPacing was called: never pause again (under mu)
+	freeQueue    atomic.Bool                   // no bound in WaitQueue: the debt read far from pacing, or pacing stopped
+	relays       map[chan string]chan struct{} // by stream (Relay): a line taken (under mu)
+	queuePoll    time.Duration                 // WaitQueue's look at the bound (0: queuePoll)
+	nearPace     bool                          // the debt was once read close to pacing
+	shares       map[int]*share                // by level (ancestors): this logger's part of each one's debt
+	lastDeducted uint64                        // the kernel's count of paid debt at the last reading
+	haveDebt     bool                          // lastDeducted is valid
+	progress     time.Time                     // when a payment was last seen
+	stalled      bool                          // the debt stopped being paid: do not wait for it
+	pauses       uint64                        // how many times the logger waited
 
 	// An idle charger sleeps until a copying goroutine takes a line
 	// (wakeOnRead: they call Pace for every line), not on a timer.
@@ -383,29 +385,89 @@ func (c *Charger) StopPacing() {
 }
 
 const (
-	// pacedQueueLen bounds the lines queued between a reader and the
-	// driver while the logger is paced or close to it: what is queued is
-	// copied even while the reader waits, and a stock queue (10000
-	// lines) takes seconds to copy under emulation, far ahead of what
-	// the container pays.
+	// pacedQueueLen is the length of the driver's side of a stream's
+	// queue where the logger paces (Relay): what is queued is copied even
+	// while the reader waits, and a stock queue (10000 lines) takes
+	// seconds to copy under emulation, far ahead of what the container
+	// pays.
 	pacedQueueLen = 64
-	// queuePoll is how often a reader held by WaitQueue looks again.
-	queuePoll = time.Millisecond
+	// relayBatch is how many lines a reader held by WaitQueue queues
+	// before it waits for the relay to take them all: one wait per batch,
+	// not one per line.
+	relayBatch = 32
+	// queuePoll is how often a reader held by WaitQueue looks again at
+	// the bound itself (lifted meanwhile); lines taken wake it at once.
+	queuePoll = 100 * time.Millisecond
 )
 
-// WaitQueue makes a copying goroutine wait until queued (the lines it has
-// queued for the driver) is below pacedQueueLen, in process mode: from the
+// Relay returns the channel the driver takes a stream's lines from, given
+// the one its reader sends them to (in, of the stock length): in itself
+// where the logger does not pace; in process mode a channel of
+// pacedQueueLen lines that a goroutine of its own fills from in, in order,
+// telling WaitQueue of each line it takes. It closes the driver's channel
+// after in is closed and empty.
+//
+// WaitQueue needs to know when the driver makes room: a reader that
+// polled the queue's length slept a timer's granularity (a millisecond or
+// more) each time the driver had emptied it, and a flooding container's
+// logger then ran at about a third of a CPU where the container's quota
+// paid for half.
+func (c *Charger) Relay(in chan string) <-chan string {
+	if c == nil || !c.pace {
+		return in
+	}
+	out := make(chan string, pacedQueueLen)
+	took := make(chan struct{}, 1)
+	c.mu.Lock()
+	if c.relays == nil {
+		c.relays = map[chan string]chan struct{}{}
+	}
+	c.relays[in] = took
+	c.mu.Unlock()
+	go func() {
+		defer close(out)
+		for line := range in {
+			out <- line
+			select {
+			case took <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return out
+}
+
+// WaitQueue makes a copying goroutine that has queued relayBatch lines in
+// in (its stream's channel, which Relay empties) wait until the relay has
+// taken them all, in process mode while the queue is bounded: from the
 // start until the debt is first read, and for good from the first reading
 // close to pacing (a level owing more than half of what paces; within the
-// busy cadence, 10 ms, of a quiet container starting to flood). Where
-// pacing never comes close (thread mode, no quota, a quiet container) and
-// after StopPacing the queue is the stock one.
-func (c *Charger) WaitQueue(queued func() int) {
-	if c == nil {
+// busy cadence, 10 ms, of a quiet container starting to flood). A bounded
+// stream then holds at most pacedQueueLen lines for the driver and
+// relayBatch for the relay. Where pacing never comes close (thread mode,
+// no quota, a quiet container) and after StopPacing the queue is the
+// stock one.
+func (c *Charger) WaitQueue(in chan string) {
+	if c == nil || !c.pace || len(in) < relayBatch || c.freeQueue.Load() {
 		return
 	}
-	for c.pace && !c.freeQueue.Load() && queued() >= pacedQueueLen {
-		time.Sleep(queuePoll)
+	c.mu.Lock()
+	took, poll := c.relays[in], c.queuePoll
+	c.mu.Unlock()
+	if took == nil {
+		return // no relay: the driver takes from in itself
+	}
+	if poll <= 0 {
+		poll = queuePoll
+	}
+	t := time.NewTimer(poll)
+	defer t.Stop()
+	for len(in) > 0 && !c.freeQueue.Load() {
+		select {
+		case <-took:
+		case <-t.C:
+			t.Reset(poll)
+		}
 	}
 }
 

@@ -19,8 +19,8 @@ package cpucharge
 import (
 	"fmt"
 	"io/fs"
+	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -568,24 +568,61 @@ func TestBusyInterval(t *testing.T) {
 	assert.Check(t, is.Equal(c.busyInterval(), maxInterval), "thread mode: busy interval")
 }
 
-// waitQueueReturns reports whether WaitQueue returns within d with
-// queued lines in the queue.
-func waitQueueReturns(c *Charger, queued int, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() { c.WaitQueue(func() int { return queued }); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(d):
-		return false
+// stalledStream returns a stream's channel holding queued lines, known
+// to c (if any) as relayed by a relay that takes nothing (its driver is
+// busy), and take, which makes the relay take n of them (all: n < 0).
+func stalledStream(c *Charger, queued int) (in chan string, take func(n int)) {
+	in = make(chan string, 10000)
+	for i := 0; i < queued; i++ {
+		in <- "line"
+	}
+	took := make(chan struct{}, 1)
+	if c != nil {
+		c.mu.Lock()
+		if c.relays == nil {
+			c.relays = map[chan string]chan struct{}{}
+		}
+		c.relays[in] = took
+		c.mu.Unlock()
+	}
+	return in, func(n int) {
+		for ; n != 0 && len(in) > 0; n-- {
+			<-in
+			select {
+			case took <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
+// waitQueueReturns reports whether WaitQueue returns within d with
+// queued lines in the stream's channel.
+func waitQueueReturns(c *Charger, queued int, d time.Duration) bool {
+	in, _ := stalledStream(c, queued)
+	done := make(chan struct{})
+	go func() { c.WaitQueue(in); close(done) }()
+	return closedWithin(done, d)
+}
+
+// boundedCharger returns a pacing charger whose readers' queues are
+// bounded (the debt read close to pacing) and which never pauses them.
+func boundedCharger(t *testing.T) (*Charger, *fakeTarget, *fakeCPU) {
+	t.Helper()
+	tgt := &fakeTarget{d: debt{quota: 50000, period: 100000, outstanding: 30000}} // 60 %: close to pacing
+	c, cpu, _, _ := newTestCharger(tgt)
+	c.pace = true
+	cpu.add(ms)
+	c.tick(false)
+	assert.Assert(t, notPaused(c), "paused below the pace")
+	assert.Assert(t, !c.freeQueue.Load(), "close to pacing: the queue is not bounded")
+	return c, tgt, cpu
+}
+
 // TestWaitQueue: the readers' queues are the stock ones (10000 lines)
-// unless the logger paces: before the debt is first read, and for good
-// once a level owes more than half of what paces, a reader waits while
-// it has pacedQueueLen lines queued, and goes on once the driver has
-// taken some.
+// where the logger does not pace or pacing is far; close to pacing a reader
+// waits once it has relayBatch lines queued, until the relay took them
+// all (one wait per batch), woken by the relay, not by a timer.
 func TestWaitQueue(t *testing.T) {
 	var off *Charger
 	assert.Assert(t, waitQueueReturns(off, 9999, time.Second), "a charger that paces nothing bounds the queue")
@@ -593,31 +630,75 @@ func TestWaitQueue(t *testing.T) {
 	tgt := &fakeTarget{d: debt{quota: 50000, period: 100000, outstanding: 20000}}
 	c, cpu, _, _ := newTestCharger(tgt)
 	c.pace = true
-	assert.Assert(t, !waitQueueReturns(c, pacedQueueLen, 50*ms), "process mode, before the debt is read: the queue is not bounded")
+	assert.Assert(t, !waitQueueReturns(c, relayBatch, 50*ms), "process mode, before the debt is read: the queue is not bounded")
 	cpu.add(ms)
 	c.tick(false)
 	assert.Assert(t, waitQueueReturns(c, 9999, time.Second), "owing 40 % of what paces: the queue is bounded")
-	tgt.setDebt(30000, 0) // 60 %: close to pacing
-	cpu.add(ms)
-	c.tick(false)
-	assert.Assert(t, notPaused(c), "paused below the pace")
-	var queued atomic.Int64
-	queued.Store(pacedQueueLen)
+	c, tgt, cpu = boundedCharger(t)
+	assert.Assert(t, waitQueueReturns(c, relayBatch-1, time.Second), "close to pacing: a reader waits before its batch is queued")
+	assert.Assert(t, !waitQueueReturns(c, 9999, 50*ms), "close to pacing: a full stock queue goes on")
+	// Woken by the relay: no timer would wake it within the test. (Under
+	// mu: the reader that waits above on a full stock queue reads it.)
+	c.mu.Lock()
+	c.queuePoll = time.Hour
+	c.mu.Unlock()
+	in, take := stalledStream(c, relayBatch)
 	done := make(chan struct{})
-	go func() { c.WaitQueue(func() int { return int(queued.Load()) }); close(done) }()
-	assert.Assert(t, !closedWithin(done, 50*time.Millisecond), "close to pacing: a reader with %d lines queued goes on", pacedQueueLen)
-	queued.Store(pacedQueueLen - 1) // the driver took a line
-	assert.Assert(t, closedWithin(done, time.Second), "the reader waits on with room in its queue")
+	go func() { c.WaitQueue(in); close(done) }()
+	assert.Assert(t, !closedWithin(done, 50*ms), "close to pacing: a reader with %d lines queued goes on", relayBatch)
+	take(1)
+	assert.Assert(t, !closedWithin(done, 50*ms), "a reader goes on before the relay took its whole batch")
+	take(-1)
+	assert.Assert(t, closedWithin(done, 10*time.Second), "the relay took every line: the reader waits on")
 	tgt.setDebt(10000, 20000) // paid down: the bound stays
 	cpu.add(ms)
 	c.tick(false)
-	assert.Assert(t, !waitQueueReturns(c, pacedQueueLen, 50*ms), "the debt paid down after coming close to pacing: the queue is not bounded")
+	assert.Assert(t, !waitQueueReturns(c, relayBatch, 50*ms), "the debt paid down after coming close to pacing: the queue is not bounded")
 	// StopPacing (SIGTERM): the stock queue again, for good.
 	c.StopPacing()
 	assert.Assert(t, waitQueueReturns(c, 9999, time.Second), "the queue is bounded after StopPacing")
 	cpu.add(ms)
 	c.tick(false)
 	assert.Assert(t, waitQueueReturns(c, 9999, time.Second), "the queue is bounded again after StopPacing")
+}
+
+// TestRelay: close to pacing, a stream's lines reach the driver through
+// the relay in order and at the driver's pace, the reader woken by every
+// line the relay takes (no timer would wake it within the test), never
+// more than relayBatch lines queued for the relay; where the logger does
+// not pace the driver takes from the reader's channel itself.
+func TestRelay(t *testing.T) {
+	var off *Charger
+	in := make(chan string, 10000)
+	assert.Check(t, off.Relay(in) == (<-chan string)(in), "no charger: a relay")
+	assert.Check(t, (&Charger{}).Relay(in) == (<-chan string)(in), "a charger that paces nothing: a relay")
+	c, _, _ := boundedCharger(t)
+	c.queuePoll = time.Hour
+	out := c.Relay(in)
+	const lines = 20000
+	go func() {
+		for i := 0; i < lines; i++ {
+			c.WaitQueue(in)
+			in <- strconv.Itoa(i)
+		}
+		close(in)
+	}()
+	got, most := 0, 0
+	deadline := time.After(10 * time.Second)
+	for got < lines {
+		select {
+		case line, ok := <-out:
+			assert.Assert(t, ok, "the driver's channel closed after %d lines of %d", got, lines)
+			assert.Assert(t, is.Equal(line, strconv.Itoa(got)), "line %d out of order", got)
+			got++
+			most = max(most, len(in))
+		case <-deadline:
+			t.Fatalf("%d lines of %d reached the driver in 10 s: the reader waits for a timer", got, lines)
+		}
+	}
+	_, ok := <-out
+	assert.Check(t, !ok, "the driver's channel is not closed after the reader's")
+	assert.Check(t, most <= relayBatch, "%d lines queued for the relay (at most %d)", most, relayBatch)
 }
 
 // pausedCharger returns a pacing charger whose copying goroutines wait:

@@ -186,7 +186,11 @@ func TestStartCannotCharge(t *testing.T) {
 				c := Start(o)
 				assert.Check(t, c.stop == nil, "%v: the charger runs", mode)
 				c.Pace()
-				c.WaitQueue(func() int { return 10000 }) // returns at once
+				in := make(chan string, relayBatch)
+				for len(in) < relayBatch {
+					in <- "line"
+				}
+				c.WaitQueue(in) // returns at once
 				c.Stop()
 			}
 			assert.Check(t, is.Equal(w.count(), 0), "warnings %q; want none", w.msgs)
