@@ -561,8 +561,9 @@ run_vms() {
 }
 
 # provenance: what this run measured with, into raw/provenance.json (joined
-# into run.json at the end): the project's commit (and whether the tree
-# had changes), the series' hashes, each kernel's image, configuration and
+# into run.json at the end): the project's commit (and how many tracked
+# files outside the results directory, which the run itself rewrites, were
+# changed), the series' hashes, each kernel's image, configuration and
 # release, the nerdctl and borrowd binaries, QEMU, the host's CPU and the
 # packages the guest runs (it boots the host's root file system). A
 # --resume by another commit keeps the earlier ones: the run says it spans
@@ -582,7 +583,7 @@ provenance() {
 	((resume)) && [[ -f $raw/run.json ]] && commits=$(jq -r --arg c "$COMMIT" '[.commits[]?, $c] | unique | join(" ")' "$raw/run.json")
 	# shellcheck disable=SC2016 # jq's variables
 	jq -n --arg commit "$COMMIT" --arg commits "$commits" \
-		--arg dirty "$(git -C "$CFSB_ROOT" status --porcelain --untracked-files=no | wc -l)" \
+		--arg dirty "$(git -C "$CFSB_ROOT" status --porcelain --untracked-files=no -- . ":(exclude)${out#"$CFSB_ROOT"/}" | wc -l)" \
 		--arg s612 "$(files_hash "$CFSB_ROOT"/kernel/patches/*.patch)" \
 		--arg s72 "$(files_hash "$CFSB_ROOT"/kernel/patches-7.2/*.patch)" \
 		--arg snerdctl "$(files_hash "$CFSB_ROOT"/nerdctl-patch/*.patch)" \
