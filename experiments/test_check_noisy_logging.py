@@ -157,16 +157,19 @@ def over_charging(c: Copy) -> None:
 
 def process_worse_than_off(c: Copy) -> None:
     """N = 2 cmd2 in process mode: 95 % of what off left sysbench, in CPU
-    share and in events/s, in the first two v2 boots."""
-    for vm in ("patched-v2-b1", "patched-v2-b2"):
-        d = c.vm(vm)
+    share and in events/s, in every v2 boot."""
+    for d in sorted(c.run.glob("patched-v2-b[0-9]*")):
+        vm = d.name
         cells = {noisy(r): r for r in csv.DictReader((d / "exp2.csv").open())}
         off = cells[("100", "2", "cmd2", "off")]
 
-        def worse(r: Row, off: Row = off) -> Row:
+        # (sysbench's CPU: sysbench_us over its own time in runs since v3.)
+        col = "sysbench_us" if "sysbench_us" in off else "sysbench_container_us"
+
+        def worse(r: Row, off: Row = off, col: str = col) -> Row:
             if noisy(r) == ("100", "2", "cmd2", "process"):
-                share = int(off["sysbench_container_us"]) / int(off["wall_us"])
-                r["sysbench_container_us"] = str(round(0.95 * share * int(r["wall_us"])))
+                share = int(off[col]) / int(off["wall_us"])
+                r[col] = str(round(0.95 * share * int(r["wall_us"])))
             return r
 
         c.edit_csv(d / "exp2.csv", worse)
@@ -276,9 +279,19 @@ def borrowd_token(c: Copy) -> None:
     c.edit_csv(c.vm("engines-v2-b1") / "engines.csv", token)
 
 
+def resolvable_slowdown(c: Copy) -> float:
+    """A slowdown of the patched kernel at N = 1 that the run's boots of
+    sysbench alone resolve: 1 %, or twice the half-width of their delta's
+    95 % interval and 0.2 % where that is more (one slow boot widens it)."""
+    overhead = json.loads((c.root / "summary.json").read_text())["overhead"]
+    half = max(x.get("delta_ci_pct") or 0 for k, x in overhead.items() if k.endswith("sysbench alone"))
+    return max(1.0, 2 * half + 0.2) / 100
+
+
 def overhead_regression(c: Copy) -> None:
+    slower = 1 - resolvable_slowdown(c)
     for b in (1, 2, 3):
-        c.scale_rates(f"n1-patched-v2-b{b}", lambda r: r["n"] == "1", 0.99)
+        c.scale_rates(f"n1-patched-v2-b{b}", lambda r: r["n"] == "1", slower)
 
 
 def one_overhead_boot(c: Copy) -> None:
@@ -288,14 +301,35 @@ def one_overhead_boot(c: Copy) -> None:
     c.edit_json(c.run / "run.json", lambda r: r.update(overhead_boots=1))
 
 
+def runs_per_overhead_boot(c: Copy) -> int:
+    """sysbench's runs in each boot of sysbench alone (the fewest)."""
+    return min(len(list(csv.DictReader((d / "exp2_runs.csv").open()))) for d in c.run.glob("n1-*-b[0-9]*"))
+
+
 def overhead_regression_one_boot(c: Copy) -> None:
+    """One boot per kernel, every run of the patched kernel's 1 % slower
+    than the stock kernel's fastest (the one-boot rule compares the
+    fastest runs: the boots' own difference is not the damage)."""
     one_overhead_boot(c)
-    c.scale_rates("n1-patched-v2-b1", lambda r: r["n"] == "1", 0.99)
+    stock = max(
+        float(r["events_per_s"]) for r in csv.DictReader((c.vm("n1-stock-v2-b1") / "exp2_runs.csv").open())
+    )
+    patched = max(
+        float(r["events_per_s"]) for r in csv.DictReader((c.vm("n1-patched-v2-b1") / "exp2_runs.csv").open())
+    )
+    c.scale_rates("n1-patched-v2-b1", lambda r: r["n"] == "1", 0.99 * stock / patched)
+
+
+class Skip(Exception):
+    """A change the run cannot take (its reason)."""
 
 
 def overhead_one_run_disturbed(c: Copy) -> None:
     """One boot per kernel, one of the patched kernel's runs 2 % slower
-    (something else ran in the guest then): no regression."""
+    (something else ran in the guest then): no regression. (A boot of one
+    run has no other run to tell a disturbed one by.)"""
+    if runs_per_overhead_boot(c) < 2:
+        raise Skip("one sysbench run per boot of sysbench alone")
     one_overhead_boot(c)
     c.scale_rates("n1-patched-v2-b1", lambda r: (r["n"], r["run"]) == ("1", "1"), 0.98)
 
@@ -439,10 +473,13 @@ DAMAGE = [
     ),
     Damage("borrowd charging a token share (Podman, 5 % of the worker)", borrowd_token, "under 85%"),
     Damage(
-        "an overhead regression at N = 1 (patched 1 % slower)", overhead_regression, "not slower than stock"
+        "an overhead regression at N = 1 (patched 1 % slower, or more where the boots resolve only more)",
+        overhead_regression,
+        "not slower than stock",
     ),
     Damage(
-        "an overhead regression at N = 1, one boot per kernel (patched 1 % slower in each run)",
+        "an overhead regression at N = 1, one boot per kernel (every patched run 1 % slower than stock's "
+        "fastest)",
         overhead_regression_one_boot,
         "not slower than stock",
     ),
@@ -568,7 +605,11 @@ def try_harmless(
     """Test i: the check passes on a copy of run changed by apply."""
     with tempfile.TemporaryDirectory(prefix="study-check-") as tmp:
         c = Copy(run, Path(tmp))
-        apply(c)
+        try:
+            apply(c)
+        except Skip as why:
+            print(f"ok {i} the check passes on {name} # SKIP {why}")
+            return True
         c.regenerate()
         rc, bad = run_check(args.check, c.root)
     print(f"{'ok' if rc == 0 else 'not ok'} {i} the check passes on {name}")
