@@ -67,7 +67,8 @@
 # experiment 2 for those N only (default: the tier's), --exp2-cmds for
 # those commands (cmd1..cmd4; the headroom cells those of them they run),
 # --exp1-cmds and --exp1-quotas experiment 1 for those commands (yes,
-# lsmod, echo) and quotas (ms per 100 ms) only. --plan prints the planned seconds and exits.
+# lsmod, echo) and quotas (ms per 100 ms) only. --plan prints the planned
+# seconds and exits.
 # The kernel's modules (vm-run.sh shares them) are loaded first: the lsmod
 # loop lists them.
 # --sysbench-burst gives sysbench's container a burst (cpu.max.burst,

@@ -430,11 +430,17 @@ def quota_set(r: Row) -> int:
     return int(r.get("quota_sum_pct") or 100)
 
 
+def sysbench_col(r: Row) -> str:
+    """The column of sysbench's container's CPU in the window: the
+    snapshots' (the window is sysbench's running time), or in older runs
+    the container's whole life, read after it (the window then held its
+    start and stop)."""
+    return "sysbench_us" if "sysbench_us" in r else "sysbench_container_us"
+
+
 def sysbench_us(r: Row) -> str:
-    """sysbench's container's CPU in the window: the snapshots' (the window
-    is sysbench's running time), or in older runs the container's whole
-    life, read after it (the window then held its start and stop)."""
-    return r["sysbench_us"] if "sysbench_us" in r else r["sysbench_container_us"]
+    """sysbench's container's CPU in the window (sysbench_col)."""
+    return r[sysbench_col(r)]
 
 
 def fair_share(r: Row) -> float | None:
@@ -1317,18 +1323,18 @@ def targets_section(summary: dict[str, Any]) -> list[str]:
         def badness(m: float) -> float:
             return -abs(m) if band else m
 
+        one = "-"
+        if single:
+            sm, swhere = min(single, key=lambda c: badness(c[0]))
+            one = f"{len(single)}, {sm:.{digits}f} ({swhere})"
         half: float | None = None
         if judged:
             m, half, where = min(judged, key=lambda c: badness(c[0]))
             shown = f"{m:.{digits}f} [{m - half:.{digits}f}, {m + half:.{digits}f}] ({where})"
             met = "yes" if inside == len(judged) else "no" if outside else "not resolved"
         else:
-            m, where = min(single, key=lambda c: badness(c[0]))
+            m, where = sm, swhere
             shown, met = "-", "not resolved"
-        one = "-"
-        if single:
-            sm, swhere = min(single, key=lambda c: badness(c[0]))
-            one = f"{len(single)}, {sm:.{digits}f} ({swhere})"
         out.append(
             f"| {name} | {resolution} | {len(judged)} | {shown} | {inside} / {outside} / {opened} | {met} "
             f"| {one} |"

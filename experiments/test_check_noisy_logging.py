@@ -163,8 +163,7 @@ def process_worse_than_off(c: Copy) -> None:
         cells = {noisy(r): r for r in csv.DictReader((d / "exp2.csv").open())}
         off = cells[("100", "2", "cmd2", "off")]
 
-        # (sysbench's CPU: sysbench_us over its own time in runs since v3.)
-        col = "sysbench_us" if "sysbench_us" in off else "sysbench_container_us"
+        col = report.sysbench_col(off)
 
         def worse(r: Row, off: Row = off, col: str = col) -> Row:
             if noisy(r) == ("100", "2", "cmd2", "process"):
@@ -311,13 +310,13 @@ def overhead_regression_one_boot(c: Copy) -> None:
     than the stock kernel's fastest (the one-boot rule compares the
     fastest runs: the boots' own difference is not the damage)."""
     one_overhead_boot(c)
-    stock = max(
-        float(r["events_per_s"]) for r in csv.DictReader((c.vm("n1-stock-v2-b1") / "exp2_runs.csv").open())
-    )
-    patched = max(
-        float(r["events_per_s"]) for r in csv.DictReader((c.vm("n1-patched-v2-b1") / "exp2_runs.csv").open())
-    )
+    stock, patched = (fastest_rate(c, f"n1-{k}-v2-b1") for k in ("stock", "patched"))
     c.scale_rates("n1-patched-v2-b1", lambda r: r["n"] == "1", 0.99 * stock / patched)
+
+
+def fastest_rate(c: Copy, vm: str) -> float:
+    """The VM's fastest sysbench run, events/s."""
+    return max(float(r["events_per_s"]) for r in csv.DictReader((c.vm(vm) / "exp2_runs.csv").open()))
 
 
 class Skip(Exception):

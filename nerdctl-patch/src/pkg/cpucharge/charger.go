@@ -417,13 +417,7 @@ func (c *Charger) Relay(in chan string) <-chan string {
 		return in
 	}
 	out := make(chan string, pacedQueueLen)
-	took := make(chan struct{}, 1)
-	c.mu.Lock()
-	if c.relays == nil {
-		c.relays = map[chan string]chan struct{}{}
-	}
-	c.relays[in] = took
-	c.mu.Unlock()
+	took := c.addRelay(in)
 	go func() {
 		defer close(out)
 		for line := range in {
@@ -435,6 +429,19 @@ func (c *Charger) Relay(in chan string) <-chan string {
 		}
 	}()
 	return out
+}
+
+// addRelay records in as a relayed stream and returns the channel its
+// relay tells of each line it takes (one wakeup held at most).
+func (c *Charger) addRelay(in chan string) chan struct{} {
+	took := make(chan struct{}, 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.relays == nil {
+		c.relays = map[chan string]chan struct{}{}
+	}
+	c.relays[in] = took
+	return took
 }
 
 // WaitQueue makes a copying goroutine that has queued relayBatch lines in

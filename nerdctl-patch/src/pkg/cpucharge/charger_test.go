@@ -578,12 +578,7 @@ func stalledStream(c *Charger, queued int) (in chan string, take func(n int)) {
 	}
 	took := make(chan struct{}, 1)
 	if c != nil {
-		c.mu.Lock()
-		if c.relays == nil {
-			c.relays = map[chan string]chan struct{}{}
-		}
-		c.relays[in] = took
-		c.mu.Unlock()
+		took = c.addRelay(in)
 	}
 	return in, func(n int) {
 		for ; n != 0 && len(in) > 0; n-- {
