@@ -341,6 +341,33 @@ snapshot() {
 		done
 	done
 }
+# period_edge: wait until the watched containers' groups start a new
+# period (their nr_periods moves; polled every millisecond, for three periods
+# at most), so that experiment 1's window holds whole periods. A window that
+# opens at any point of a period also holds what the group had left of the
+# period before (up to one period's quota: 1.7 points of a 3 s window at a
+# 50 ms quota), which it can use or pay inside the window; a window from
+# one refill to another counts each period's quota once. Returns 1 when no
+# period started (a group that is not running: its period timer is off).
+watched_periods() {
+	local p
+	REPLY=0
+	for p in "${WATCH_CG[@]}"; do
+		cs_cpu_stat "$p"
+		REPLY=$((REPLY + CS_STAT[nr_periods]))
+	done
+}
+period_edge() {
+	local before i
+	watched_periods
+	before=$REPLY
+	for ((i = 0; i < 3 * PERIOD_US / 1000; i++)); do
+		cs_nap 0.001
+		watched_periods
+		((REPLY == before)) || return 0
+	done
+	return 1
+}
 SNAP_KEYS=(wall logger charged container logging_cgroup shim containerd nr_periods nr_throttled
 	throttled nr_borrow_periods deducted dropped cpu0_idle cpu0_irq nr_cpu0_switches others_busy log_bytes
 	logger_ticks sysbench cpu0_run)
@@ -523,9 +550,11 @@ exp1() {
 					step "borrowd charges"
 				fi
 				cs_nap "$EXP1_SETTLE"
+				period_edge || step "no period started: the window opens unaligned"
 				agent_stats j0
 				snapshot s0
 				cs_nap "$EXP1_WINDOW"
+				period_edge || step "no period started: the window closes unaligned"
 				agent_stats j1
 				snapshot s1
 				snapshot_delta s0 s1
@@ -812,7 +841,7 @@ read -r CONTAINERD_PID <"$CS_STATE/containerd.pid"
 	echo "  \"runtime\": \"$CS_RUNTIME $(runc --version | head -1 | awk '{print $3}')\","
 	echo "  \"containerd\": \"$(containerd --version | awk '{print $3}')\","
 	echo "  \"sysbench\": \"$(sysbench --version | awk '{print $2}')\","
-	echo "  \"exp1_settle_s\": $EXP1_SETTLE, \"exp1_window_s\": $EXP1_WINDOW,"
+	echo "  \"exp1_settle_s\": $EXP1_SETTLE, \"exp1_window_s\": $EXP1_WINDOW, \"exp1_window_edges\": \"period\","
 	echo "  \"sysbench_runs\": $SB_RUNS, \"sysbench_time_s\": $SB_TIME,"
 	echo "  \"sysbench_burst\": $( ((sb_burst)) && echo true || echo false),"
 	echo "  \"throughput_windows\": $TP_WINDOWS, \"throughput_window_s\": $TP_WINDOW,"

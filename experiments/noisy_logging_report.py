@@ -1588,7 +1588,9 @@ def render(raw: Path, plots: Path | None) -> tuple[str, dict[str, Any]] | None:
             f"Kernel {m0['kernel']} (patched) and the stock kernel from the same source; "
             f"{m0['runtime']}, containerd {m0['containerd']}, sysbench {m0['sysbench']}. "
             f"QEMU TCG, {m0['cpus']} vCPUs, everything pinned to CPU 0; period 100 ms. "
-            f"Windows: {m0['exp1_window_s']} s after {m0['exp1_settle_s']} s (experiment 1); "
+            f"Windows: {m0['exp1_window_s']} s after {m0['exp1_settle_s']} s"
+            + (", from one period's start to another's" if m0.get("exp1_window_edges") == "period" else "")
+            + " (experiment 1); "
             f"{m0['sysbench_runs']} sysbench runs of {m0['sysbench_time_s']} s per cell and boot "
             "(experiment 2). On the instruction clock (QEMU -icount) a guest second is 10^9 "
             "instructions while a vCPU runs."
