@@ -230,7 +230,11 @@ run_checks() {
 	log "go test -count=1 ${testpkgs[*]}"
 	if ! go test -count=1 -v "${testpkgs[@]}" >"$testlog" 2>&1; then
 		tests_status=1
-		grep -E -B2 -A10 '^ *--- FAIL|^FAIL|panic:' "$testlog" >&2 || tail -40 "$testlog" >&2
+		grep -E -B2 -A10 '^ *--- FAIL|^FAIL|panic:|^fatal error:' "$testlog" >&2 || tail -40 "$testlog" >&2
+		# A package can fail with no test named (a crash, a timeout, a
+		# runtime fatal error): keep the whole log to find out which.
+		cp "$testlog" "$CFSB_CACHE/nerdctl/go-test-failed.log"
+		log "go test failed: its whole log is in $CFSB_CACHE/nerdctl/go-test-failed.log"
 	fi
 	grep -E '^(ok|FAIL|\?) ' "$testlog" >&2 || true
 	grep -E 'cpu-charge=.*MB/s' "$testlog" | sed 's/^ *[a-z_]*\.go:[0-9]*: /  throughput: /' >&2 || true
@@ -242,6 +246,8 @@ run_checks() {
 		else
 			status=1
 			tail -40 "$testlog.race" >&2
+			cp "$testlog.race" "$CFSB_CACHE/nerdctl/go-test-race-failed.log"
+			log "go test -race failed: its whole log is in $CFSB_CACHE/nerdctl/go-test-race-failed.log"
 		fi
 		rm -f "$testlog.race"
 	fi
