@@ -20,7 +20,9 @@ has it, else, or with --mode quota, the quota mode, which the kernel's
 counters do not see); sysbench's ratios to its baseline lie in (0, 1.2];
 in experiment 2 charging in process mode leaves sysbench at least what
 `off` leaves it, clearly more where a noisy container floods with `yes`;
-at N = 1 the patched kernel is not resolved slower than the stock one.
+at N = 1 the patched kernel is not resolved slower than the stock one;
+where experiment 1's windows run from one period's start to another's,
+each holds whole periods.
 """
 
 from __future__ import annotations
@@ -70,6 +72,15 @@ RATE = re.compile(r"events per second:\s*([0-9.]+)")
 P95 = re.compile(r"95th percentile:\s*([0-9.]+)")
 # /proc/PID/stat's CPU times: clock ticks of 10 ms.
 TICK_US = 10_000
+# Experiment 1's windows from one period's start to another's (meta.json's
+# exp1_window_edges "period"): a window is a whole number of periods long
+# to within the harness's own steps at each end (a millisecond's poll and
+# the snapshot: within 4 ms measured), where a window opened anywhere in a
+# period is off by up to half a period. (A period in which the group asked
+# for no runtime stops its period timer and is not in nr_periods; in the
+# agent modes borrowd's --stats, tens of milliseconds, come between the
+# period's start and the snapshot: not checked there.)
+PERIOD_EDGE_US = 10_000
 
 
 def rows(path: Path) -> list[dict[str, str]]:
@@ -341,6 +352,12 @@ def check_vm(tap: Tap, d: Path, label: str, meta: dict[str, Any]) -> None:
                 f"{label}: experiment 2: " + name,
                 lambda fn=fn: fn(d, rows(d / "exp2.csv"), lambda r: int(r["n"]) - 1),
             )
+    if cells["exp1"] and meta.get("exp1_window_edges") == "period":
+        tap.check(
+            f"{label}: experiment 1's windows hold whole periods (within {PERIOD_EDGE_US // 1000} ms; "
+            "not in the agent modes)",
+            lambda: whole_periods(rows(d / "exp1.csv")),
+        )
     tables = [rows(d / f"{part}.csv") for part in ("exp1", "exp2") if cells[part]]
     if any("logger_ticks_us" in t[0] for t in tables if t):
         for part, n_loggers in (("exp1", lambda r: 1), ("exp2", lambda r: int(r["n"]) - 1)):
@@ -352,6 +369,17 @@ def check_vm(tap: Tap, d: Path, label: str, meta: dict[str, Any]) -> None:
                 )
     if cells["exp2"]:
         check_exp2(tap, d, label)
+
+
+def whole_periods(table: list[dict[str, str]]) -> bool | str:
+    bad = []
+    for r in table:
+        cell = f"{r['cmd']} {r['quota_us']} {r['mode']}"
+        wall, period = int(r["wall_us"]), int(r["period_us"])
+        whole = round(wall / period) * period
+        if r["mode"] not in AGENT_MODES and abs(wall - whole) > PERIOD_EDGE_US:
+            bad.append(f"{cell}: {wall} µs, not a whole number of periods of {period}")
+    return first_bad(bad)
 
 
 def cell_name(r: dict[str, str]) -> str:

@@ -20,6 +20,8 @@ scheduler's resolution, sysbench's percentiles) gets its damage too: A and
 its tick count apart, a percentile not in sysbench's log, a baseline that
 booted the patched image, a seed not the host's, commits hidden; with
 --v3-only that damage alone (any run of that kind, the quick tier's too).
+A run whose experiment 1 windows run from one period's start to another's
+gets that damage too: a window opened halfway into a period.
 --check runs another version of the check (e.g. an
 older one from git); --any-failure counts any failure as caught (for a
 check whose test names differ). No VM, a few seconds.
@@ -319,6 +321,25 @@ def fastest_rate(c: Copy, vm: str) -> float:
     return max(float(r["events_per_s"]) for r in csv.DictReader((c.vm(vm) / "exp2_runs.csv").open()))
 
 
+def exp1_row(vm: str, key: tuple[str, ...], change: Callable[[Row], None]) -> Callable[[Copy], None]:
+    """One experiment 1 cell of one VM changed."""
+
+    def damage(c: Copy) -> None:
+        def edit(r: Row) -> Row:
+            if exp1_cell(r) == key:
+                change(r)
+            return r
+
+        c.edit_csv(c.vm(vm) / "exp1.csv", edit)
+
+    return damage
+
+
+def window_anywhere(r: Row) -> None:
+    """A window opened halfway into a period (and closed a period later)."""
+    r["wall_us"] = str(int(r["wall_us"]) + int(r["period_us"]) // 2)
+
+
 class Skip(Exception):
     """A change the run cannot take (its reason)."""
 
@@ -497,6 +518,16 @@ V3_DAMAGE = [
 ]
 
 
+# Where experiment 1's windows run from one period's start to another's.
+PERIOD_DAMAGE = [
+    Damage(
+        "a window of experiment 1 opened halfway into a period",
+        exp1_row("patched-v2-b1", ("yes", "50000", "process"), window_anywhere),
+        "not a whole number of periods",
+    ),
+]
+
+
 AGENT_DAMAGE = [
     Damage(
         "the kernel counting borrowd's quota-mode charges", quota_mode_in_kernel, "with nothing to charge"
@@ -537,6 +568,10 @@ def main() -> int:
     print("TAP version 13")
     failed = n = 0
     v3 = any((args.run / "raw").glob("*/*/vm.json"))
+    periods = any(
+        json.loads(m.read_text()).get("exp1_window_edges") == "period"
+        for m in (args.run / "raw").glob("*/patched-*/meta.json")
+    )
     runs = [(args.run, DAMAGE if not args.v3_only else []), (args.agent_run, AGENT_DAMAGE)]
     if args.v3_only:
         runs = runs[:1]
@@ -549,7 +584,7 @@ def main() -> int:
                 print(f"ok {n} the check fails on {dmg.name} # SKIP no agent run")
             continue
         if run == args.run:
-            damage = damage + V3_DAMAGE
+            damage = damage + V3_DAMAGE + PERIOD_DAMAGE
         rc, bad = run_check(args.check, run)
         ok = rc == 0
         failed += not ok
@@ -562,6 +597,9 @@ def main() -> int:
                 print(
                     f"ok {n} the check fails on {dmg.name} # SKIP a run from before vm.json and v3's columns"
                 )
+                continue
+            if dmg in PERIOD_DAMAGE and not periods:
+                print(f"ok {n} the check fails on {dmg.name} # SKIP windows not at a period's start")
                 continue
             failed += not try_damage(args, run, dmg, n)
         if run == args.run:
