@@ -341,14 +341,8 @@ snapshot() {
 		done
 	done
 }
-# period_edge: wait until the watched containers' groups start a new
-# period (their nr_periods moves; polled every millisecond, for three periods
-# at most), so that experiment 1's window holds whole periods. A window that
-# opens at any point of a period also holds what the group had left of the
-# period before (up to one period's quota: 1.7 points of a 3 s window at a
-# 50 ms quota), which it can use or pay inside the window; a window from
-# one refill to another counts each period's quota once. Returns 1 when no
-# period started (a group that is not running: its period timer is off).
+# watched_periods: the watched containers' groups' nr_periods, summed,
+# into REPLY.
 watched_periods() {
 	local p
 	REPLY=0
@@ -357,6 +351,14 @@ watched_periods() {
 		REPLY=$((REPLY + CS_STAT[nr_periods]))
 	done
 }
+# period_edge: wait until the watched containers' groups start a new
+# period (their nr_periods moves; polled every millisecond, for three periods
+# at most), so that experiment 1's window holds whole periods. A window that
+# opens at any point of a period also holds what the group had left of the
+# period before (up to one period's quota: 1.7 points of a 3 s window at a
+# 50 ms quota), which it can use or pay inside the window; a window from
+# one refill to another counts each period's quota once. Returns 1 when no
+# period started (a group that is not running: its period timer is off).
 period_edge() {
 	local before i
 	watched_periods

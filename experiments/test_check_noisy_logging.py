@@ -257,18 +257,35 @@ def exp1_cell(r: Row) -> tuple[str, ...]:
     return (r["cmd"], r["quota_us"], r["mode"])
 
 
+def cell_edited(
+    vm: str,
+    file: str,
+    key: tuple[str, ...],
+    cell: Callable[[Row], tuple[str, ...]],
+    change: Callable[[Row], None],
+) -> Callable[[Copy], None]:
+    """The damage: change applied to the rows of one cell (key, as cell
+    names a row) in one VM's file."""
+
+    def damage(c: Copy) -> None:
+        def edit(r: Row) -> Row:
+            if cell(r) == key:
+                change(r)
+            return r
+
+        c.edit_csv(c.vm(vm) / file, edit)
+
+    return damage
+
+
+def half_charged(r: Row) -> None:
+    r["charged_us"] = str(max(int(r["logger_us"]) // 2, 1000))
+
+
 def charged(
     vm: str, file: str, key: tuple[str, ...], cell: Callable[[Row], tuple[str, ...]]
 ) -> Callable[[Copy], None]:
-    def damage(c: Copy) -> None:
-        def change(r: Row) -> Row:
-            if cell(r) == key:
-                r["charged_us"] = str(max(int(r["logger_us"]) // 2, 1000))
-            return r
-
-        c.edit_csv(c.vm(vm) / file, change)
-
-    return damage
+    return cell_edited(vm, file, key, cell, half_charged)
 
 
 def borrowd_token(c: Copy) -> None:
@@ -319,20 +336,6 @@ def overhead_regression_one_boot(c: Copy) -> None:
 def fastest_rate(c: Copy, vm: str) -> float:
     """The VM's fastest sysbench run, events/s."""
     return max(float(r["events_per_s"]) for r in csv.DictReader((c.vm(vm) / "exp2_runs.csv").open()))
-
-
-def exp1_row(vm: str, key: tuple[str, ...], change: Callable[[Row], None]) -> Callable[[Copy], None]:
-    """One experiment 1 cell of one VM changed."""
-
-    def damage(c: Copy) -> None:
-        def edit(r: Row) -> Row:
-            if exp1_cell(r) == key:
-                change(r)
-            return r
-
-        c.edit_csv(c.vm(vm) / "exp1.csv", edit)
-
-    return damage
 
 
 def window_anywhere(r: Row) -> None:
@@ -522,7 +525,7 @@ V3_DAMAGE = [
 PERIOD_DAMAGE = [
     Damage(
         "a window of experiment 1 opened halfway into a period",
-        exp1_row("patched-v2-b1", ("yes", "50000", "process"), window_anywhere),
+        cell_edited("patched-v2-b1", "exp1.csv", ("yes", "50000", "process"), exp1_cell, window_anywhere),
         "not a whole number of periods",
     ),
 ]

@@ -198,6 +198,14 @@ count_results() {
 	echo "$p passed, $f failed, $s skipped"
 }
 
+# keep_log FILE NAME WHAT: a failed run's whole log, kept in the cache as
+# NAME (the temporary one goes): a package can fail with no test named (a
+# crash, a timeout, a runtime fatal error), which the excerpt may not show.
+keep_log() {
+	cp "$1" "$CFSB_CACHE/nerdctl/$2"
+	log "$3 failed: its whole log is in $CFSB_CACHE/nerdctl/$2"
+}
+
 run_checks() {
 	# status: gofmt, go vet and -race; tests_status: go test itself.
 	local files pkgs=() testpkgs=() d bad status=0 tests_status=0 testlog
@@ -235,10 +243,7 @@ run_checks() {
 	if ! go test -count=1 -timeout 30m -v "${testpkgs[@]}" >"$testlog" 2>&1; then
 		tests_status=1
 		grep -E -B2 -A10 '^ *--- FAIL|^FAIL|panic:|^fatal error:' "$testlog" >&2 || tail -40 "$testlog" >&2
-		# A package can fail with no test named (a crash, a timeout, a
-		# runtime fatal error): keep the whole log to find out which.
-		cp "$testlog" "$CFSB_CACHE/nerdctl/go-test-failed.log"
-		log "go test failed: its whole log is in $CFSB_CACHE/nerdctl/go-test-failed.log"
+		keep_log "$testlog" go-test-failed.log "go test"
 	fi
 	grep -E '^(ok|FAIL|\?) ' "$testlog" >&2 || true
 	grep -E 'cpu-charge=.*MB/s' "$testlog" | sed 's/^ *[a-z_]*\.go:[0-9]*: /  throughput: /' >&2 || true
@@ -250,8 +255,7 @@ run_checks() {
 		else
 			status=1
 			tail -40 "$testlog.race" >&2
-			cp "$testlog.race" "$CFSB_CACHE/nerdctl/go-test-race-failed.log"
-			log "go test -race failed: its whole log is in $CFSB_CACHE/nerdctl/go-test-race-failed.log"
+			keep_log "$testlog.race" go-test-race-failed.log "go test -race"
 		fi
 		rm -f "$testlog.race"
 	fi
