@@ -492,6 +492,7 @@ ensure_guest_rootfs() {
 	log "making the $arch root filesystem in $dir (debootstrap $GUEST_ROOTFS_SUITE, a few minutes)"
 	tmp=$dir.tmp
 	rm -rf "$tmp" "$dir"
+	mkdir -p "$CFSB_CACHE"
 	debootstrap --arch="$(arch_debian "$arch")" --variant=minbase --foreign \
 		--include="$(IFS=,; echo "${GUEST_ROOTFS_PACKAGES[*]}")" \
 		"$GUEST_ROOTFS_SUITE" "$tmp" "$(debian_mirror)" >"$CFSB_CACHE/rootfs-$arch.log" 2>&1 ||
@@ -543,6 +544,8 @@ ensure_debian_kernel() {
 	[[ -n $pkg ]] || die "the package lists have no linux-image-$KERNEL_BASE_VERSION+*-amd64 (Debian's build of $KERNEL_SOURCE_PKG $KERNEL_SOURCE_PKG_VERSION)"
 	release=${pkg#linux-image-}
 	log "fetching Debian's kernel: $pkg $KERNEL_SOURCE_PKG_VERSION"
+	# (On a new machine this is the first thing the cache holds.)
+	mkdir -p "$CFSB_CACHE"
 	tmp=$(mktemp -d "$CFSB_CACHE/debian-kernel.XXXXXX")
 	# (What is half made is not kept.)
 	undo_die() { rm -rf "$tmp"; die "$@"; }
