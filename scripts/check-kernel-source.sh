@@ -27,6 +27,9 @@
 #    a tarball that is not the version it is said to be is refused; a
 #    series that does not apply names the version and its first patch
 #    that fails, and leaves the tree at the base.
+# 4. Debian's kernel (ensure_debian_kernel), on a new machine whose cache
+#    is not made yet: a download that fails says so and leaves nothing
+#    half made.
 set -uo pipefail
 
 case ${1:-} in
@@ -257,5 +260,16 @@ check "a series that does not apply: stops, naming the version, the pin and the 
 check "... with git's reason, not its advice to go on with git am, and the tree left at the base" \
 	'[[ $err == *"error: b: patch does not apply"* && $err != *"git am --continue"* &&
 		$(git -C "$patched" rev-parse HEAD) == $(git -C "$patched" rev-parse cfsb-base) ]]'
+
+# --- 4. Debian's kernel into a new cache ----------------------------------
+# (The package and its download stubbed: the download fails.)
+in_lib CFSB_CACHE="$tmp/new-cache" -- 'select_kernel_base 6.12
+	ensure_packages() { :; }
+	debian_kernel_package() { echo linux-image-6.12.1+test-amd64; }
+	apt-get() { echo "no network" >&2; return 100; }
+	ensure_debian_kernel'
+check "Debian's kernel, the cache not made yet: the failed download named, nothing half made kept" \
+	'[[ $rc -ne 0 && $err == *"cannot download linux-image-6.12.1+test-amd64"* && $err != *mktemp* &&
+		-d $tmp/new-cache && -z $(ls -A "$tmp/new-cache") ]]'
 
 echo "1..$n"
