@@ -22,7 +22,9 @@ in experiment 2 charging in process mode leaves sysbench at least what
 `off` leaves it, clearly more where a noisy container floods with `yes`;
 at N = 1 the patched kernel is not resolved slower than the stock one;
 where experiment 1's windows run from one period's start to another's,
-each holds whole periods.
+each holds whole periods; where B/A has edges of its own, each lies
+within a period after the window's and B keeps to A over them as over the
+window.
 """
 
 from __future__ import annotations
@@ -77,9 +79,10 @@ TICK_US = 10_000
 # to within the harness's own steps at each end (a millisecond's poll and
 # the snapshot: within 4 ms measured), where a window opened anywhere in a
 # period is off by up to half a period. (A period in which the group asked
-# for no runtime stops its period timer and is not in nr_periods; in the
-# agent modes borrowd's --stats, tens of milliseconds, come between the
-# period's start and the snapshot: not checked there.)
+# for no runtime stops its period timer and is not in nr_periods. In runs
+# whose meta.json lacks exp1_agent_window_edges, the agent modes' borrowd
+# --stats, tens of milliseconds, came between the period's start and the
+# snapshot: not checked there.)
 PERIOD_EDGE_US = 10_000
 
 
@@ -352,11 +355,18 @@ def check_vm(tap: Tap, d: Path, label: str, meta: dict[str, Any]) -> None:
                 f"{label}: experiment 2: " + name,
                 lambda fn=fn: fn(d, rows(d / "exp2.csv"), lambda r: int(r["n"]) - 1),
             )
+    agent_aligned = meta.get("exp1_agent_window_edges") == "period"
     if cells["exp1"] and meta.get("exp1_window_edges") == "period":
         tap.check(
-            f"{label}: experiment 1's windows hold whole periods (within {PERIOD_EDGE_US // 1000} ms; "
-            "not in the agent modes)",
-            lambda: whole_periods(rows(d / "exp1.csv")),
+            f"{label}: experiment 1's windows hold whole periods (within {PERIOD_EDGE_US // 1000} ms"
+            + (")" if agent_aligned else "; not in the agent modes)"),
+            lambda: whole_periods(rows(d / "exp1.csv"), agent_aligned),
+        )
+    if cells["exp1"] and meta.get("exp1_ratio_edges") == "random":
+        tap.check(
+            f"{label}: experiment 1's B/A edges lie within a period after the window's "
+            f"(+ {PERIOD_EDGE_US // 1000} ms); over them " + CHARGES_NAME,
+            lambda: ratio_edges(d, rows(d / "exp1.csv")),
         )
     tables = [rows(d / f"{part}.csv") for part in ("exp1", "exp2") if cells[part]]
     if any("logger_ticks_us" in t[0] for t in tables if t):
@@ -371,15 +381,33 @@ def check_vm(tap: Tap, d: Path, label: str, meta: dict[str, Any]) -> None:
         check_exp2(tap, d, label)
 
 
-def whole_periods(table: list[dict[str, str]]) -> bool | str:
+def whole_periods(table: list[dict[str, str]], agent_too: bool) -> bool | str:
     bad = []
     for r in table:
         cell = f"{r['cmd']} {r['quota_us']} {r['mode']}"
         wall, period = int(r["wall_us"]), int(r["period_us"])
         whole = round(wall / period) * period
-        if r["mode"] not in AGENT_MODES and abs(wall - whole) > PERIOD_EDGE_US:
+        if (agent_too or r["mode"] not in AGENT_MODES) and abs(wall - whole) > PERIOD_EDGE_US:
             bad.append(f"{cell}: {wall} µs, not a whole number of periods of {period}")
     return first_bad(bad)
+
+
+def ratio_edges(d: Path, table: list[dict[str, str]]) -> bool | str:
+    """B/A's own edges (a random point of the period after each of the
+    window's): where they are, and B against A over them."""
+    bad = []
+    for r in table:
+        cell = f"{r['cmd']} {r['quota_us']} {r['mode']}"
+        if not r.get("ratio_wall_us"):
+            bad.append(f"{cell}: no B/A edges")
+            continue
+        apart = abs(int(r["ratio_wall_us"]) - int(r["wall_us"]))
+        if apart > int(r["period_us"]) + PERIOD_EDGE_US:
+            bad.append(f"{cell}: B/A's window {apart} µs off the window's, more than a period")
+    if bad:
+        return first_bad(bad)
+    over_edges = [r | {k: r[f"ratio_{k}"] for k in ("wall_us", "logger_us", "charged_us")} for r in table]
+    return charges(d, over_edges, lambda r: 1)
 
 
 def cell_name(r: dict[str, str]) -> str:

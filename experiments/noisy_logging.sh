@@ -67,7 +67,8 @@ Tiers:
            commands in 1, sized to fit 150 min on a 2-CPU host whose
            emulator runs a busy guest second in about 5.6 s (windows shorter
            than the paper's 30 s and 10 x 10 s: 3 s after 2 s, experiment 1's
-           from one period's start to another's; one sysbench
+           from one period's start to another's, its B/A from edges at a
+           random point of the period after each; one sysbench
            run of 2 s per cell and boot: runs on the instruction clock agree
            to 0.01 %, boots to 0.2 %). The headline VMs (--boots 3):
            experiment 1 with yes at 50 and 20 ms in every mode; experiment

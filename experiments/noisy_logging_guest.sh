@@ -370,6 +370,32 @@ period_edge() {
 	done
 	return 1
 }
+# ratio_edge NAME: B/A's window edge, a random point of a period after
+# period_edge (uniform: the paced logger resumes at a period's start and
+# writes the charge it held back, so an edge there falls before or after
+# that write and B/A moves by a batch, +-1 to 2.5 % of a 3 s window; an
+# edge anywhere in the period lags by a fraction of one). Into the
+# associative array NAME, fork-free: the time, the logging processes' CPU
+# and what the watched containers were charged, in µs.
+ratio_edge() {
+	local -n edge=$1
+	local p us=$(((RANDOM * 32768 + RANDOM) % PERIOD_US))
+	cs_nap "$((us / 1000000)).$(printf %06d $((us % 1000000)))"
+	edge=([wall]=${EPOCHREALTIME/./} [logger]=0 [charged]=0)
+	for p in "${WATCH_LOGGER[@]}"; do
+		cs_pid_runtime_us "$p" && edge[logger]=$((edge[logger] + REPLY))
+	done
+	for p in "${WATCH_CG[@]}"; do
+		cs_cpu_stat "$p"
+		edge[charged]=$((edge[charged] + CS_STAT[borrowed]))
+	done
+}
+RATIO_HEADER=ratio_wall_us,ratio_logger_us,ratio_charged_us
+# ratio_delta BEFORE AFTER: the CSV of RATIO_HEADER for edges BEFORE..AFTER.
+ratio_delta() {
+	local -n before=$1 after=$2
+	REPLY=$((after[wall] - before[wall])),$((after[logger] - before[logger])),$((after[charged] - before[charged]))
+}
 SNAP_KEYS=(wall logger charged container logging_cgroup shim containerd nr_periods nr_throttled
 	throttled nr_borrow_periods deducted dropped cpu0_idle cpu0_irq nr_cpu0_switches others_busy log_bytes
 	logger_ticks sysbench cpu0_run)
@@ -530,9 +556,10 @@ noisy() {
 
 # --- experiment 1 ----------------------------------------------------------------
 exp1() {
-	local csv=$out/exp1.csv cmd q mode id cell j0 j1 delta
-	local -A s0 s1
-	echo "hierarchy,cmd,quota_us,period_us,mode,$(snapshot_header),$AGENT_HEADER" >"$csv"
+	local csv=$out/exp1.csv cmd q mode id cell j0 j1 delta ratio
+	# shellcheck disable=SC2034 # r0 and r1: ratio_edge's and ratio_delta's namerefs
+	local -A s0 s1 r0 r1
+	echo "hierarchy,cmd,quota_us,period_us,mode,$(snapshot_header),$AGENT_HEADER,$RATIO_HEADER" >"$csv"
 	for cmd in "${EXP1_CMDS[@]}"; do
 		for q in "${EXP1_QUOTAS_MS[@]}"; do
 			shuffled "${MODES[@]}"
@@ -552,18 +579,24 @@ exp1() {
 					step "borrowd charges"
 				fi
 				cs_nap "$EXP1_SETTLE"
+				# (borrowd's --stats after the snapshot: they take
+				# tens of milliseconds.)
 				period_edge || step "no period started: the window opens unaligned"
-				agent_stats j0
 				snapshot s0
+				agent_stats j0
+				ratio_edge r0
 				cs_nap "$EXP1_WINDOW"
 				period_edge || step "no period started: the window closes unaligned"
-				agent_stats j1
 				snapshot s1
+				agent_stats j1
+				ratio_edge r1
 				snapshot_delta s0 s1
 				delta=$REPLY
+				ratio_delta r0 r1
+				ratio=$REPLY
 				agent_delta "$cell" "$j0" "$j1"
 				agent_stop
-				echo "$HIER,$cmd,$(quota_us "$q"),$PERIOD_US,$mode,$delta,$REPLY" >>"$csv"
+				echo "$HIER,$cmd,$(quota_us "$q"),$PERIOD_US,$mode,$delta,$REPLY,$ratio" >>"$csv"
 				step "measured"
 				cs_nerdctl rm -f "$id" >/dev/null
 				step "removed"
@@ -844,6 +877,7 @@ read -r CONTAINERD_PID <"$CS_STATE/containerd.pid"
 	echo "  \"containerd\": \"$(containerd --version | awk '{print $3}')\","
 	echo "  \"sysbench\": \"$(sysbench --version | awk '{print $2}')\","
 	echo "  \"exp1_settle_s\": $EXP1_SETTLE, \"exp1_window_s\": $EXP1_WINDOW, \"exp1_window_edges\": \"period\","
+	echo "  \"exp1_agent_window_edges\": \"period\", \"exp1_ratio_edges\": \"random\","
 	echo "  \"sysbench_runs\": $SB_RUNS, \"sysbench_time_s\": $SB_TIME,"
 	echo "  \"sysbench_burst\": $( ((sb_burst)) && echo true || echo false),"
 	echo "  \"throughput_windows\": $TP_WINDOWS, \"throughput_window_s\": $TP_WINDOW,"

@@ -283,6 +283,13 @@ def exp1_rows(vm: Vm) -> list[dict[str, Any]]:
             mode = "stock" if mode == "off" else f"stock-{mode}"
         quota = 100.0 * int(r["quota_us"]) / int(r["period_us"])
         log_bytes = int(r["log_bytes"]) if r.get("log_bytes") else None
+        b_over_a = 100.0 * b / a if a > 0 else None
+        # B/A over its own edges where they were taken (a random point of
+        # a period: at a period's start the logger writes a held-back
+        # charge), the kernel's B; borrowd's quota mode keeps its accounts.
+        if r.get("ratio_logger_us") and r.get("agent_mode") != "quota":
+            ra, rb = int(r["ratio_logger_us"]), int(r["ratio_charged_us"])
+            b_over_a = 100.0 * rb / ra if ra > 0 else None
         out.append(
             agent_columns(r)
             | {
@@ -295,7 +302,7 @@ def exp1_rows(vm: Vm) -> list[dict[str, Any]]:
                 "C": c,
                 "B_plus_C": b + c,
                 "A_minus_B": a - b,
-                "B_over_A": 100.0 * b / a if a > 0 else None,
+                "B_over_A": b_over_a,
                 "B_plus_C_minus_quota": b + c - quota,
                 "logging_cgroup": pct(r["logging_cgroup_us"], wall),
                 "paid": pct(deducted, wall),
@@ -1590,6 +1597,11 @@ def render(raw: Path, plots: Path | None) -> tuple[str, dict[str, Any]] | None:
             f"QEMU TCG, {m0['cpus']} vCPUs, everything pinned to CPU 0; period 100 ms. "
             f"Windows: {m0['exp1_window_s']} s after {m0['exp1_settle_s']} s"
             + (", from one period's start to another's" if m0.get("exp1_window_edges") == "period" else "")
+            + (
+                ", B/A from edges at a random point of a period after each"
+                if m0.get("exp1_ratio_edges") == "random"
+                else ""
+            )
             + " (experiment 1); "
             f"{m0['sysbench_runs']} sysbench runs of {m0['sysbench_time_s']} s per cell and boot "
             "(experiment 2). On the instruction clock (QEMU -icount) a guest second is 10^9 "

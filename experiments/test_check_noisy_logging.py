@@ -21,7 +21,11 @@ its tick count apart, a percentile not in sysbench's log, a baseline that
 booted the patched image, a seed not the host's, commits hidden; with
 --v3-only that damage alone (any run of that kind, the quick tier's too).
 A run whose experiment 1 windows run from one period's start to another's
-gets that damage too: a window opened halfway into a period.
+gets that damage too: a window opened halfway into a period, and agent
+windows said to be aligned that are not. B/A's own
+edges are made up on the copy (a quarter of a period after the window's,
+which the check takes), then damaged: a period and a half off, B short of
+A over them.
 --check runs another version of the check (e.g. an
 older one from git); --any-failure counts any failure as caught (for a
 check whose test names differ). No VM, a few seconds.
@@ -338,9 +342,61 @@ def fastest_rate(c: Copy, vm: str) -> float:
     return max(float(r["events_per_s"]) for r in csv.DictReader((c.vm(vm) / "exp2_runs.csv").open()))
 
 
+def agent_windows_claimed(c: Copy) -> None:
+    """Every VM's meta.json says that experiment 1's agent windows run from
+    one period's start to another's, which the kept run's do not (borrowd's
+    --stats came between the period's start and the snapshot)."""
+    for meta in c.run.glob("*/meta.json"):
+        if (meta.parent / "exp1.csv").exists():
+            c.edit_json(meta, lambda m: m.update(exp1_agent_window_edges="period"))
+
+
 def window_anywhere(r: Row) -> None:
     """A window opened halfway into a period (and closed a period later)."""
     r["wall_us"] = str(int(r["wall_us"]) + int(r["period_us"]) // 2)
+
+
+def with_ratio_edges(c: Copy) -> None:
+    """The copy as if B/A had edges of its own in every VM's experiment 1
+    (meta.json's exp1_ratio_edges "random"): a quarter of a period after
+    the window's, A and B over them the window's."""
+    for table in c.run.glob("*/exp1.csv"):
+        with table.open() as f:
+            reader = csv.DictReader(f)
+            fields, old = list(reader.fieldnames or []), list(reader)
+        for r in old:
+            r["ratio_wall_us"] = str(int(r["wall_us"]) + int(r["period_us"]) // 4)
+            r["ratio_logger_us"], r["ratio_charged_us"] = r["logger_us"], r["charged_us"]
+        with table.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields + RATIO_COLUMNS, lineterminator="\n")
+            w.writeheader()
+            w.writerows(old)
+        c.edit_json(table.parent / "meta.json", lambda m: m.update(exp1_ratio_edges="random"))
+
+
+RATIO_COLUMNS = ["ratio_wall_us", "ratio_logger_us", "ratio_charged_us"]
+
+
+def ratio_edges_then(change: Callable[[Row], None]) -> Callable[[Copy], None]:
+    """The damage: B/A's own edges (with_ratio_edges), then change to
+    experiment 1's yes at 50 ms in process mode (v2, first boot)."""
+    edit = cell_edited("patched-v2-b1", "exp1.csv", ("yes", "50000", "process"), exp1_cell, change)
+
+    def damage(c: Copy) -> None:
+        with_ratio_edges(c)
+        edit(c)
+
+    return damage
+
+
+def ratio_far(r: Row) -> None:
+    """B/A's edges a period and a half after the window's."""
+    r["ratio_wall_us"] = str(int(r["wall_us"]) + 3 * int(r["period_us"]) // 2)
+
+
+def ratio_short(r: Row) -> None:
+    """Over B/A's edges, B a tenth short of A."""
+    r["ratio_charged_us"] = str(int(r["ratio_logger_us"]) * 9 // 10)
 
 
 class Skip(Exception):
@@ -528,6 +584,20 @@ PERIOD_DAMAGE = [
         cell_edited("patched-v2-b1", "exp1.csv", ("yes", "50000", "process"), exp1_cell, window_anywhere),
         "not a whole number of periods",
     ),
+    Damage(
+        "agent windows of experiment 1 said to hold whole periods that do not",
+        agent_windows_claimed,
+        "agent: ",
+    ),
+]
+
+
+# B/A's own edges: made up on the copy (the kept run may be older).
+RATIO_DAMAGE = [
+    Damage(
+        "B/A's edges a period and a half after the window's", ratio_edges_then(ratio_far), "than a period"
+    ),
+    Damage("B a tenth short of A over B/A's edges", ratio_edges_then(ratio_short), "process mode charged"),
 ]
 
 
@@ -587,7 +657,7 @@ def main() -> int:
                 print(f"ok {n} the check fails on {dmg.name} # SKIP no agent run")
             continue
         if run == args.run:
-            damage = damage + V3_DAMAGE + PERIOD_DAMAGE
+            damage = damage + V3_DAMAGE + PERIOD_DAMAGE + RATIO_DAMAGE
         rc, bad = run_check(args.check, run)
         ok = rc == 0
         failed += not ok
@@ -636,6 +706,7 @@ def try_damage(args: argparse.Namespace, run: Path, dmg: Damage, i: int) -> bool
 # Changes to a kept run that are no damage: the check still passes.
 HARMLESS = [
     ("one boot per kernel, one of the patched kernel's runs 2 % slower", overhead_one_run_disturbed),
+    ("B/A's edges a quarter of a period after the window's, A and B the window's", with_ratio_edges),
 ]
 
 
