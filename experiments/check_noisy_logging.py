@@ -384,7 +384,7 @@ def check_vm(tap: Tap, d: Path, label: str, meta: dict[str, Any]) -> None:
 def whole_periods(table: list[dict[str, str]], agent_too: bool) -> bool | str:
     bad = []
     for r in table:
-        cell = f"{r['cmd']} {r['quota_us']} {r['mode']}"
+        cell = exp1_cell_name(r)
         wall, period = int(r["wall_us"]), int(r["period_us"])
         whole = round(wall / period) * period
         if (agent_too or r["mode"] not in AGENT_MODES) and abs(wall - whole) > PERIOD_EDGE_US:
@@ -397,7 +397,7 @@ def ratio_edges(d: Path, table: list[dict[str, str]]) -> bool | str:
     window's): where they are, and B against A over them."""
     bad = []
     for r in table:
-        cell = f"{r['cmd']} {r['quota_us']} {r['mode']}"
+        cell = exp1_cell_name(r)
         if not r.get("ratio_wall_us"):
             bad.append(f"{cell}: no B/A edges")
             continue
@@ -408,6 +408,11 @@ def ratio_edges(d: Path, table: list[dict[str, str]]) -> bool | str:
         return first_bad(bad)
     over_edges = [r | {k: r[f"ratio_{k}"] for k in ("wall_us", "logger_us", "charged_us")} for r in table]
     return charges(d, over_edges, lambda r: 1)
+
+
+def exp1_cell_name(r: dict[str, str]) -> str:
+    """An experiment 1 cell's name: command, quota and mode."""
+    return f"{r['cmd']} {r['quota_us']} {r['mode']}"
 
 
 def cell_name(r: dict[str, str]) -> str:

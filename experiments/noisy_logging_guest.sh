@@ -379,8 +379,9 @@ period_edge() {
 # and what the watched containers were charged, in µs.
 ratio_edge() {
 	local -n edge=$1
-	local p us=$(((RANDOM * 32768 + RANDOM) % PERIOD_US))
-	cs_nap "$((us / 1000000)).$(printf %06d $((us % 1000000)))"
+	local p frac us=$(((RANDOM * 32768 + RANDOM) % PERIOD_US))
+	printf -v frac %06d $((us % 1000000))
+	cs_nap "$((us / 1000000)).$frac"
 	edge=([wall]=${EPOCHREALTIME/./} [logger]=0 [charged]=0)
 	for p in "${WATCH_LOGGER[@]}"; do
 		cs_pid_runtime_us "$p" && edge[logger]=$((edge[logger] + REPLY))

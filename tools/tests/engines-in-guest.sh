@@ -520,19 +520,14 @@ PY
 	echo "$verdict" | grep '^#'
 	local ok1 ok2 rx rc rd rx1 rcx rcy
 	read -r ok1 ok2 rx rc rd rx1 rcx rcy <<<"$(echo "$verdict" | grep -v '^#')"
-	n=$((n + 1))
-	if [[ $ok1 == 1 ]]; then
-		echo "ok $n $engine: two containers are charged alike per byte of their logs (x/y $rx, 0.85 to 1.15)"
-	else
-		echo "not ok $n $engine: two containers are charged alike per byte of their logs (x/y $rx, 0.85 to 1.15)"
-	fi
-	n=$((n + 1))
+	split_result "$ok1" "$engine: two containers are charged alike per byte of their logs (x/y $rx, 0.85 to 1.15)"
 	echo "# info: $engine: a third party's work on the daemon: $rc % of what it added per byte charged to the two containers (the target: under 33 %); x $rcx %, y $rcy %, x/y $rx1"
-	if [[ $ok2 == 1 ]]; then
-		echo "ok $n $engine: a third party's work on the daemon is not all charged to the containers ($rc % of what it added per byte, x $rcx %, y $rcy %, each under 100 %; the daemon's CPU per byte x$rd, over 1.1)"
-	else
-		echo "not ok $n $engine: a third party's work on the daemon is not all charged to the containers ($rc % of what it added per byte, x $rcx %, y $rcy %, each under 100 %; the daemon's CPU per byte x$rd, over 1.1)"
-	fi
+	split_result "$ok2" "$engine: a third party's work on the daemon is not all charged to the containers ($rc % of what it added per byte, x $rcx %, y $rcy %, each under 100 %; the daemon's CPU per byte x$rd, over 1.1)"
+}
+# split_result OK TEXT: the TAP line of one of split's verdicts (OK: 1 or 0).
+split_result() {
+	n=$((n + 1))
+	if [[ $1 == 1 ]]; then echo "ok $n $2"; else echo "not ok $n $2"; fi
 }
 
 n=0
