@@ -431,6 +431,13 @@ arch_debian() {
 	arm64) echo arm64 ;;
 	esac
 }
+# arch_of_host: the host's architecture in the table's names.
+arch_of_host() {
+	case $(uname -m) in
+	aarch64) echo arm64 ;;
+	*) uname -m ;;
+	esac
+}
 arch_qemu_user() {
 	case $1 in
 	x86_64) echo x86_64 ;;
@@ -471,38 +478,46 @@ guest_rootfs() {
 
 # ensure_guest_rootfs ARCH: make the root filesystem guest_rootfs prints.
 ensure_guest_rootfs() {
-	local arch=$1 dir want stamp tmp
+	local arch=$1 dir want
 	[[ $arch == x86_64 ]] && return 0
 	dir=$(guest_rootfs "$arch")
-	stamp=$dir/.cfsb-rootfs
 	want="$GUEST_ROOTFS_SUITE ${GUEST_ROOTFS_PACKAGES[*]}"
-	[[ -f $stamp && $(cat "$stamp") == "$want" ]] && return 0
+	[[ -f $dir/.cfsb-rootfs && $(cat "$dir/.cfsb-rootfs") == "$want" ]] && return 0
 	[[ $(id -u) -eq 0 ]] || die "need root to make the $arch root filesystem"
+	log "making the $arch root filesystem in $dir (debootstrap $GUEST_ROOTFS_SUITE, a few minutes)"
+	mkdir -p "$CFSB_CACHE"
+	debootstrap_arch "$arch" "$dir" "$CFSB_CACHE/rootfs-$arch.log" "$want" "${GUEST_ROOTFS_PACKAGES[@]}"
+	log "made the $arch root filesystem ($(du -sm "$dir" | cut -f1) MB)"
+}
+
+# debootstrap_arch ARCH DIR LOG STAMP PACKAGE...: a Debian
+# $GUEST_ROOTFS_SUITE minbase root filesystem of ARCH with PACKAGEs in DIR,
+# STAMP in its .cfsb-rootfs. It is made beside DIR and moved there whole,
+# so that DIR is never half made. For another architecture than the
+# host's, debootstrap's second stage runs ARCH's binaries: binfmt_misc must
+# hand them to qemu-user-static (registered by its package; not where
+# binfmt_misc was not mounted when it was installed).
+debootstrap_arch() {
+	local arch=$1 dir=$2 logf=$3 stamp=$4 tmp=$2.tmp
+	shift 4
 	ensure_packages debootstrap qemu-user-static binfmt-support
-	# The second stage runs $arch binaries: binfmt_misc must hand them to
-	# qemu-user-static (registered by its package; not where binfmt_misc
-	# was not mounted when it was installed).
 	if [[ ! -e /proc/sys/fs/binfmt_misc/register ]]; then
 		mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||
 			die "cannot mount binfmt_misc, which the $arch root filesystem needs"
 	fi
 	update-binfmts --enable "qemu-$(arch_qemu_user "$arch")" >/dev/null 2>&1 || true
-	[[ -e /proc/sys/fs/binfmt_misc/qemu-$(arch_qemu_user "$arch") ]] ||
+	[[ $arch == "$(arch_of_host)" || -e /proc/sys/fs/binfmt_misc/qemu-$(arch_qemu_user "$arch") ]] ||
 		die "binfmt_misc has no qemu-$(arch_qemu_user "$arch") handler"
-	log "making the $arch root filesystem in $dir (debootstrap $GUEST_ROOTFS_SUITE, a few minutes)"
-	tmp=$dir.tmp
 	rm -rf "$tmp" "$dir"
-	mkdir -p "$CFSB_CACHE"
 	debootstrap --arch="$(arch_debian "$arch")" --variant=minbase --foreign \
-		--include="$(IFS=,; echo "${GUEST_ROOTFS_PACKAGES[*]}")" \
-		"$GUEST_ROOTFS_SUITE" "$tmp" "$(debian_mirror)" >"$CFSB_CACHE/rootfs-$arch.log" 2>&1 ||
-		die "debootstrap failed: see $CFSB_CACHE/rootfs-$arch.log"
-	chroot "$tmp" /debootstrap/debootstrap --second-stage >>"$CFSB_CACHE/rootfs-$arch.log" 2>&1 ||
-		die "debootstrap's second stage failed: see $CFSB_CACHE/rootfs-$arch.log"
+		--include="$(IFS=,; echo "$*")" \
+		"$GUEST_ROOTFS_SUITE" "$tmp" "$(debian_mirror)" >"$logf" 2>&1 ||
+		die "debootstrap failed: see $logf"
+	chroot "$tmp" /debootstrap/debootstrap --second-stage >>"$logf" 2>&1 ||
+		die "debootstrap's second stage failed: see $logf"
 	rm -rf "$tmp"/var/cache/apt/archives/*.deb
-	echo "$want" >"$tmp/.cfsb-rootfs"
+	echo "$stamp" >"$tmp/.cfsb-rootfs"
 	mv "$tmp" "$dir"
-	log "made the $arch root filesystem ($(du -sm "$dir" | cut -f1) MB)"
 }
 
 # Kernel trees: one git repository with the pristine source committed as
