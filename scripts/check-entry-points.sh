@@ -53,6 +53,7 @@ declare -A GUEST_ARGS=(
 	[experiments/noisy_logging_guest.sh]="--out /tmp/cfsb-check-results --tier quick"
 	[experiments/worker_placement_guest.sh]="1"
 	[selftests/bench_period_timer_guest.sh]="500 1"
+	[scripts/pi-image-in-guest.sh]="/dev/mmcblk0p3 kunit borrowing"
 )
 
 # What the command under test may not do (setpriv --bounding-set).

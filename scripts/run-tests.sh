@@ -9,7 +9,7 @@ LOG_TIME_OF_DAY=1
 usage() {
 	cat <<EOF
 Usage: ${0##*/} [--results DIR] [--skip-build] [--targets none|auto|all] [--thorough]
-                    [--host-image]
+                    [--host-image] [--pi-image]
 
 Runs every test of the project and ends with "N passed, N failed, N skipped":
   1. static checks: shellcheck, ruff (installed with pip, skipped where
@@ -127,6 +127,11 @@ Runs every test of the project and ends with "N passed, N failed, N skipped":
      image that QEMU boots with its own initramfs and systemd, where the
      selftests and the container demo run (see docs/install.md for its
      times: the first run builds the kernel package).
+ 11. with --pi-image only: docs/raspberry-pi.md's kernel as the guide
+     installs it on an SD card with a Debian 12 arm64 system, booted by
+     QEMU's Raspberry Pi 3 B machine (scripts/pi-image.sh; the first run
+     builds the guide's kernel, about an hour), where the KUnit suite and
+     the selftests run.
 --thorough: the series patch by patch (4.), every container section on
 every hierarchy and a million-line flood (5.), the study's quick tier on
 cgroup v2 and v1 (8.): about an hour more (estimated from the parts'
@@ -147,7 +152,7 @@ results/tests).
 EOF
 }
 
-results=$CFSB_ROOT/results/tests skip_build=0 targets=none thorough=0 host_image=0
+results=$CFSB_ROOT/results/tests skip_build=0 targets=none thorough=0 host_image=0 pi_image=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--results) results=${2:?}; shift 2 ;;
@@ -155,6 +160,7 @@ while [[ $# -gt 0 ]]; do
 	--targets) targets=${2:?}; shift 2 ;;
 	--thorough) thorough=1; shift ;;
 	--host-image) host_image=1; shift ;;
+	--pi-image) pi_image=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
@@ -735,23 +741,28 @@ if [[ $targets == all ]]; then
 	done
 fi
 
-# --- 10. the kernel package in a Debian 12 image ------------------------------
-host_image_files=()
-if ((host_image)); then
-	log "the kernel package in a Debian 12 image (scripts/host-image.sh)"
+# --- 10. and 11. the kernel in a disk image, as a user installs it -------------
+# image_test NAME WHAT: scripts/NAME.sh's whole run, one result.
+image_files=()
+image_test() {
+	local name=$1 what=$2
+	log "$what (scripts/$name.sh)"
 	{
 		echo "TAP version 13"
-		what="the kernel package from Debian's configuration boots a Debian 12 image; its selftests and the container demo pass there"
-		if "$CFSB_ROOT/scripts/host-image.sh" --results "$results/host-image" >"$results/host-image.log" 2>&1; then
+		if "$CFSB_ROOT/scripts/$name.sh" --results "$results/$name" >"$results/$name.log" 2>&1; then
 			echo "ok 1 $what"
 		else
 			echo "not ok 1 $what"
-			tail -20 "$results/host-image.log" | sed 's/^/# /'
+			tail -20 "$results/$name.log" | sed 's/^/# /'
 		fi
 		echo "1..1"
-	} >"$results/host-image.tap"
-	host_image_files=("$results/host-image.tap")
-fi
+	} >"$results/$name.tap"
+	image_files+=("$results/$name.tap")
+}
+((host_image == 0)) ||
+	image_test host-image "the kernel package from Debian's configuration boots a Debian 12 image; its selftests and the container demo pass there"
+((pi_image == 0)) ||
+	image_test pi-image "the Raspberry Pi guide's kernel, installed on an SD card as the guide says, boots QEMU's raspi3b; KUnit and the selftests pass there"
 
 log "all tests ran in $(($(now_s) - t0)) s"
 echo
@@ -778,4 +789,4 @@ python3 "$CFSB_ROOT/scripts/tap_summary.py" \
 	"$results/tools-engines.tap" \
 	"$results/tools-engines-stock.tap" \
 	"${study_files[@]}" "$results/study-check.tap" "${target_summary_files[@]}" \
-	"${host_image_files[@]}"
+	"${image_files[@]}"
