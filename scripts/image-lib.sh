@@ -9,23 +9,19 @@
 # log).
 
 stage_times=()
-stage_start=0
-stage_begin() { stage_start=$(now_s); log "$1"; }
-# stage_end NAME: record NAME's time; stop here if --stop-after NAME.
-stage_end() {
-	stage_times+=("$1 $(($(now_s) - stage_start)) s")
-	log "$1: $(($(now_s) - stage_start)) s"
+# stage NAME COMMAND...: step NAME is COMMAND; its time is logged and kept
+# in stage_times, and the script stops after it if --stop-after NAME.
+stage() {
+	local start
+	start=$(now_s)
+	log "$1"
+	"${@:2}"
+	stage_times+=("$1 $(($(now_s) - start)) s")
+	log "$1: $(($(now_s) - start)) s"
 	if [[ $stop_after == "$1" ]]; then
 		log "stopped after $1 (${stage_times[*]})"
 		exit 0
 	fi
-}
-
-# stage NAME COMMAND...: step NAME is COMMAND.
-stage() {
-	stage_begin "$1"
-	"${@:2}"
-	stage_end "$1"
 }
 
 # status_of STEP: the exit status the image's unit recorded for STEP.

@@ -410,7 +410,7 @@ arch_kernel_arch() {
 arch_cross_compile() {
 	case $1 in
 	x86_64) echo "" ;;
-	arm64) [[ $(uname -m) == aarch64 ]] && echo "" || echo aarch64-linux-gnu- ;;
+	arm64) [[ $(arch_of_host) == arm64 ]] && echo "" || echo aarch64-linux-gnu- ;;
 	esac
 }
 arch_image() {
