@@ -96,13 +96,26 @@ struct {
 	__type(value, struct cpu_run);
 } runs SEC(".maps");
 
-/* Shared daemons: tgid -> 1. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_WORKERS);
-	__type(key, __u32);
-	__type(value, __u32);
-} daemons SEC(".maps");
+/*
+ * Shared daemons' tgids in the slots below nr_daemon_slots, 0 in a free
+ * one; the agent sets them. Every context switch and every read and write
+ * of every task asks whether its process is a daemon's: a few compares,
+ * where a hash lookup costs a hash of the key and a walk of its bucket.
+ */
+volatile __u32 daemon_tgids[MAX_DAEMONS];
+volatile __u32 nr_daemon_slots;
+
+static __always_inline bool is_daemon(__u32 tgid)
+{
+	__u32 n = nr_daemon_slots;
+
+	if (!tgid)
+		return false;
+	for (__u32 i = 0; i < MAX_DAEMONS && i < n; i++)
+		if (daemon_tgids[i] == tgid)
+			return true;
+	return false;
+}
 
 /*
  * A daemon's file descriptor -> the client whose output it carries, or 0
@@ -281,7 +294,7 @@ static void group_usage(__u64 ns)
 
 /*
  * Every context switch on the machine runs this: a per-CPU store, a hash
- * lookup with daemons named, and while the quota mode tracks groups, one
+ * compare per daemon with daemons named, and while the quota mode tracks groups, one
  * per level between its groups' shallowest and deepest. (A worker's time
  * is borrowd_runtime's.)
  */
@@ -299,8 +312,7 @@ int borrowd_switch(struct sched_switch_args *ctx)
 	/* Runs that began before the agent attached are not counted. */
 	if (run->start && tgid) {
 		/* A daemon that is also a worker's process is a worker. */
-		if (have_daemons && bpf_map_lookup_elem(&daemons, &tgid) &&
-		    !worker_of(tgid)) {
+		if (have_daemons && is_daemon(tgid) && !worker_of(tgid)) {
 			t = daemon_thread((__u32)id);
 			/* It blocks (it was not preempted): a boundary. */
 			if (t && ctx->prev_state && !(ctx->prev_state & SWITCH_PREEMPTED))
@@ -437,7 +449,9 @@ int borrowd_fork(struct sched_wakeup_new_args *ctx)
 	bpf_map_delete_elem(&worker_threads, &pid);
 	if (!have_daemons)
 		return 0;
-	bpf_map_delete_elem(&daemons, &pid);
+	for (__u32 i = 0, n = nr_daemon_slots; i < MAX_DAEMONS && i < n; i++)
+		if (daemon_tgids[i] == pid)
+			daemon_tgids[i] = 0;
 	/* A new thread starts with no client, whatever its tid's last did. */
 	bpf_map_delete_elem(&thread_clients, &pid);
 	return 0;
@@ -464,7 +478,7 @@ static int daemon_io(__u32 fd, bool write)
 	struct thread_work *t;
 	__u32 *client;
 
-	if (!bpf_map_lookup_elem(&daemons, &key.tgid))
+	if (!is_daemon(key.tgid))
 		return 0;
 	t = daemon_thread((__u32)id);
 	if (!t)
@@ -514,7 +528,7 @@ int borrowd_read_done(struct sys_exit_args *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id, client;
 	struct thread_work *t;
 
-	if (!bpf_map_lookup_elem(&daemons, &tgid))
+	if (!is_daemon(tgid))
 		return 0;
 	t = daemon_thread(tid);
 	if (!t || !t->reading)

@@ -7,6 +7,8 @@
 /* Clients of shared daemons (the thread rule): ids 1 .. MAX_CLIENTS - 1. */
 #define MAX_CLIENTS	4096
 #define MAX_FDS		65536
+/* Shared daemons' processes held at once. */
+#define MAX_DAEMONS	32
 #define MAX_THREADS	65536
 /*
  * The thread rule: how long a daemon thread may run for a client on one

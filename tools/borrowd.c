@@ -804,26 +804,24 @@ int main(int argc, char **argv)
 		    "BPF_SYSCALL and tracepoints)", strerror(errno));
 		return errno == EPERM ? EXIT_NOPERM : EXIT_NOFEATURE;
 	}
-	/* A link that failed to attach holds nothing to destroy. */
-	skel->links.borrowd_switch = bpf_program__attach(skel->progs.borrowd_switch);
-	ret = libbpf_get_error(skel->links.borrowd_switch);
-	if (ret) {
-		skel->links.borrowd_switch = NULL;
-	} else {
-		skel->links.borrowd_fork = bpf_program__attach(skel->progs.borrowd_fork);
-		ret = libbpf_get_error(skel->links.borrowd_fork);
+	/*
+	 * A link that failed to attach holds nothing to destroy. The switch
+	 * keeps the runs of shared daemons' threads and of the quota mode's
+	 * groups, and is not attached for anything else: it runs at every
+	 * context switch of the node. sched_stat_runtime is attached while a
+	 * worker has a rule (worker_accounting()): here, to know that it can.
+	 */
+	skel->links.borrowd_fork = bpf_program__attach(skel->progs.borrowd_fork);
+	ret = libbpf_get_error(skel->links.borrowd_fork);
+	if (ret)
+		skel->links.borrowd_fork = NULL;
+	else
+		ret = worker_accounting(true);
+	if (!ret && (daemons_named() || opt.mode == MODE_QUOTA)) {
+		skel->links.borrowd_switch = bpf_program__attach(skel->progs.borrowd_switch);
+		ret = libbpf_get_error(skel->links.borrowd_switch);
 		if (ret)
-			skel->links.borrowd_fork = NULL;
-	}
-	if (!ret) {
-		struct bpf_link **link = layout ? &skel->links.borrowd_runtime_dynamic :
-					       &skel->links.borrowd_runtime;
-
-		*link = bpf_program__attach(layout ? skel->progs.borrowd_runtime_dynamic :
-					    skel->progs.borrowd_runtime);
-		ret = libbpf_get_error(*link);
-		if (ret)
-			*link = NULL;
+			skel->links.borrowd_switch = NULL;
 	}
 	if (ret) {
 		msg("cannot attach to sched_switch, sched_wakeup_new and sched_stat_runtime: "
@@ -870,7 +868,10 @@ int main(int argc, char **argv)
 		if (ret)
 			msg("worker %d: %s", (int)pending[i].pid, strerror(-ret));
 	}
-	visit_cpus();
+	if (!nr_rules)
+		worker_accounting(false);
+	if (skel->links.borrowd_switch)
+		visit_cpus();
 
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);

@@ -112,6 +112,8 @@ extern int nr_rules;
 /* The epoll set the main loop waits on: the workers' pidfds join it. */
 extern int events_fd;
 int runtime_record_layout(void);
+/* sched_stat_runtime's program attached (ON) or not: 0 or -errno. */
+int worker_accounting(bool on);
 /* Maps the BPF sums into memory, once loaded: 0 or -errno. */
 int map_sums(void);
 /* The worker's pidfd polled readable: the next charge_all() reaps it. */

@@ -54,7 +54,7 @@ static int nr_daemon_names;
 static pid_t daemon_pids[MAX_DAEMON_NAMES];
 static int nr_daemon_pids;
 static bool daemon_pids_held;
-static struct daemon daemons[MAX_DAEMON_NAMES * 4];
+static struct daemon daemons[MAX_DAEMONS];
 static int nr_daemons;
 struct client *clients;
 int nr_clients;
@@ -90,13 +90,24 @@ static bool daemon_known(pid_t pid)
 	return false;
 }
 
+/*
+ * The daemons' tgids as the BPF programs compare them, with NR daemons
+ * before the change: each slot below the count holds a live daemon all
+ * along (one may be there twice meanwhile), a slot past it none.
+ */
+static void publish_daemons(int nr)
+{
+	for (int i = 0; i < nr_daemons; i++)
+		skel->bss->daemon_tgids[i] = daemons[i].pid;
+	__atomic_store_n(&skel->bss->nr_daemon_slots, nr_daemons, __ATOMIC_RELEASE);
+	for (int i = nr_daemons; i < nr; i++)
+		skel->bss->daemon_tgids[i] = 0;
+}
+
 /* A daemon from now on, held by PIDFD (which it takes). */
 static void daemon_add(pid_t pid, int pidfd)
 {
-	__u32 one = 1;
-
-	if (nr_daemons == (int)ARRAY_SIZE(daemons) || find_rule(pid) ||
-	    bpf_map_update_elem(bpf_map__fd(skel->maps.daemons), &pid, &one, BPF_ANY)) {
+	if (nr_daemons == (int)ARRAY_SIZE(daemons) || find_rule(pid)) {
 		close(pidfd);
 		return;
 	}
@@ -107,6 +118,7 @@ static void daemon_add(pid_t pid, int pidfd)
 	msg("shared daemon %d (%s): charging its threads by what they read",
 	    (int)pid, daemons[nr_daemons].comm);
 	nr_daemons++;
+	publish_daemons(nr_daemons - 1);
 }
 
 static bool same_file(const struct stat *a, const struct stat *b)
@@ -154,10 +166,10 @@ static bool is_daemon(pid_t pid, const struct daemon_name *dn)
 /* The daemons named by pid, and the processes a daemon's name finds. */
 void find_daemons(void)
 {
+	int n = 0, fd, was;
 	char comm[16];
 	struct dirent *de;
 	DIR *proc;
-	int n = 0, fd;
 
 	for (int i = 0; i < nr_daemons; i++)
 		daemons[i].seen = false;
@@ -203,11 +215,12 @@ void find_daemons(void)
 			daemons[n++] = daemons[i];
 			continue;
 		}
-		bpf_map_delete_elem(bpf_map__fd(skel->maps.daemons), &daemons[i].pid);
 		close(daemons[i].pidfd);
 		msg("shared daemon %d (%s): gone", (int)daemons[i].pid, daemons[i].comm);
 	}
+	was = nr_daemons;
 	nr_daemons = n;
+	publish_daemons(was);
 }
 
 /*

@@ -209,10 +209,14 @@ int add_rule(pid_t worker, unsigned long long start,
 		return ret;
 	}
 	entry.slot = ret;
-	ret = bpf_map_update_elem(bpf_map__fd(skel->maps.workers), &worker,
-				  &entry, BPF_NOEXIST);
-	if (ret) {
+	/* Before the entry: its time counts from the entry on. */
+	ret = worker_accounting(true);
+	if (!ret && bpf_map_update_elem(bpf_map__fd(skel->maps.workers), &worker,
+					&entry, BPF_NOEXIST))
 		ret = -errno;
+	if (ret) {
+		if (!nr_rules)
+			worker_accounting(false);
 		slot_put(entry.slot);
 		close(pidfd);
 		return ret;
@@ -227,6 +231,8 @@ int add_rule(pid_t worker, unsigned long long start,
 	    (events_fd >= 0 && epoll_ctl(events_fd, EPOLL_CTL_ADD, pidfd, &ev))) {
 		bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &worker);
 		bpf_map_delete_elem(bpf_map__fd(skel->maps.worker_threads), &worker);
+		if (!nr_rules)
+			worker_accounting(false);
 		slot_put(entry.slot);
 		close(pidfd);
 		return -ESRCH;
@@ -267,6 +273,8 @@ static void remove_rule(struct rule *r)
 	gone_failed_us += r->acct.failed_us;
 	*r = rules[--nr_rules];
 	index_rebuild(nr_rules);
+	if (!nr_rules)
+		worker_accounting(false);
 }
 
 void worker_exited(pid_t worker)
@@ -276,6 +284,9 @@ void worker_exited(pid_t worker)
 	if (r)
 		r->exited = true;
 }
+
+/* sched_stat_runtime's record layout (runtime_record_layout()). */
+static int runtime_layout;
 
 /* The offset of FIELD in a tracepoint's FORMAT (its tracefs file), or -1. */
 static long format_offset(const char *format, const char *field)
@@ -311,10 +322,41 @@ int runtime_record_layout(void)
 	pid_off = format_offset(buf, "pid");
 	runtime_off = format_offset(buf, "runtime");
 	if (pid_off == 24 && runtime_off == 32)
+		runtime_layout = 0;
+	else if (pid_off == 12 && runtime_off == 16)
+		runtime_layout = 1;
+	else
+		return -EPROTO;
+	return runtime_layout;
+}
+
+/*
+ * sched_stat_runtime runs at every accounting of every task's time (a
+ * few thousand times a second on a busy node): it is attached while a
+ * worker has a rule, and only then. A node whose engines log through a
+ * shared daemon (containerd's CRI plugin, dockerd) has no worker at all.
+ * Returns 0 or -errno.
+ */
+int worker_accounting(bool on)
+{
+	struct bpf_link **link = runtime_layout ? &skel->links.borrowd_runtime_dynamic :
+					       &skel->links.borrowd_runtime;
+	struct bpf_program *prog = runtime_layout ? skel->progs.borrowd_runtime_dynamic :
+					       skel->progs.borrowd_runtime;
+	int ret;
+
+	if (!on) {
+		bpf_link__destroy(*link);
+		*link = NULL;
 		return 0;
-	if (pid_off == 12 && runtime_off == 16)
-		return 1;
-	return -EPROTO;
+	}
+	if (*link)
+		return 0;
+	*link = bpf_program__attach(prog);
+	ret = libbpf_get_error(*link);
+	if (ret)
+		*link = NULL;
+	return ret;
 }
 
 /* CLOCK_MONOTONIC in ns, the clock of the BPF programs' runs. */

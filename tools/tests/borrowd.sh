@@ -222,11 +222,12 @@ print(sum(g["borrowed_us"] + g["dropped_us"] for g in groups if g["path"] == sys
 # they were taken (CLOCK_MONOTONIC) and its BPF programs' run time and runs
 # at that time (with kernel.bpf_stats_enabled): two files taken a second
 # apart are as far apart as the signals asking for them and the files'
-# appearance allow, and bpftool's count of borrowd_switch's runs read
-# between them lies between theirs. Rates over two files divide by their
-# own times, which a busy node cannot stretch.
+# appearance allow, and bpftool's count of the runs of the program on
+# sched_stat_runtime read between them lies between theirs. Rates over two
+# files divide by their own times, which a busy node cannot stretch.
 stats_clock_tests() {
-	local was k0 f0 k1 f1 t0 t1 n0 n1 ns0 ns1 seen apart
+	local was k0 f0 k1 f1 t0 t1 n0 n1 ns0 ns1 seen apart prog
+	prog=$(runtime_prog)
 	was=$(sysctl -n kernel.bpf_stats_enabled)
 	sysctl -qw kernel.bpf_stats_enabled=1
 	k0=${EPOCHREALTIME/./}
@@ -234,8 +235,7 @@ stats_clock_tests() {
 	f0=${EPOCHREALTIME/./}
 	cp "$bstats" "$tmp/stats0.json"
 	sleep 0.5
-	seen=$(bpftool --json prog show name borrowd_switch 2>/dev/null |
-		python3 -c 'import json, sys; p = json.load(sys.stdin); print((p[0] if isinstance(p, list) else p)["run_cnt"])')
+	seen=$(prog_runs "$prog")
 	sleep 0.5
 	k1=${EPOCHREALTIME/./}
 	stats_now
@@ -245,7 +245,7 @@ stats_clock_tests() {
 	read -r t1 n1 ns1 < <(stats_fields "$bstats" time_s bpf_run_cnt bpf_run_time_ns)
 	apart=$(python3 -c "print(round(($t1 - $t0) * 1e6))" 2>/dev/null)
 	info "--stats, 1 s of sleep between the signals: $apart us between the files' times (signals $((k1 - f0)) to $((f1 - k0)) us apart);" \
-		"borrowd_switch ran $seen times by bpftool, the files' programs $n0 and $n1"
+		"$prog ran $seen times by bpftool, the files' programs $n0 and $n1"
 	check "--stats: the time between two files lies between their signals' and their appearances' (1 ms more)" \
 		'[[ -n $apart && $apart -ge $((k1 - f0 - 1000)) && $apart -le $((f1 - k0 + 1000)) ]]'
 	check "--stats: the BPF programs' runs as bpftool counts them at a time between the files'" \
@@ -253,8 +253,39 @@ stats_clock_tests() {
 import json, sys
 a, b = (json.load(open(f))[\"bpf_programs\"] for f in sys.argv[1:3])
 s = int(sys.argv[3])
-sys.exit(not (a[\"borrowd_switch\"][\"run_cnt\"] <= s <= b[\"borrowd_switch\"][\"run_cnt\"]
-              and sum(p[\"run_cnt\"] for p in b.values()) == $n1))" "$tmp/stats0.json" "$bstats" "$seen"'
+p = sys.argv[4]
+sys.exit(not (a[p][\"run_cnt\"] <= s <= b[p][\"run_cnt\"]
+              and sum(p[\"run_cnt\"] for p in b.values()) == $n1))" "$tmp/stats0.json" "$bstats" "$seen" "$prog"'
+}
+# prog_runs NAME: the runs of borrowd's program NAME as bpftool counts
+# them (with kernel.bpf_stats_enabled), nothing if none is loaded.
+prog_runs() {
+	bpftool --json prog show name "$1" 2>/dev/null |
+		python3 -c 'import json, sys; p = json.load(sys.stdin); print((p[0] if isinstance(p, list) else p)["run_cnt"])' 2>/dev/null
+}
+# runtime_prog: the name of the program borrowd loaded on
+# sched_stat_runtime (one per record layout).
+runtime_prog() {
+	if [[ -n $(prog_runs borrowd_runtime_dynamic) ]]; then
+		echo borrowd_runtime_dynamic
+	else
+		echo borrowd_runtime
+	fi
+}
+# runs_over PROG...: the runs of each PROG in one second, in one line.
+runs_over() {
+	local was p n a=() i=0 got=()
+	was=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -qw kernel.bpf_stats_enabled=1
+	for p in "$@"; do a+=("$(prog_runs "$p")"); done
+	sleep 1
+	for p in "$@"; do
+		n=$(prog_runs "$p")
+		got+=("$((n - a[i]))")
+		i=$((i + 1))
+	done
+	sysctl -qw kernel.bpf_stats_enabled="$was"
+	echo "${got[*]}"
 }
 # runtime PID: the process's CPU time as the scheduler counts it (ns).
 runtime() { cut -d' ' -f1 "/proc/$1/schedstat"; }
@@ -349,7 +380,7 @@ many_cpus_tests() {
 }
 
 guest_tests() {
-	local client=cgbd-client worker_cg=cgbd-worker wpid bpid r0 r1 c0 c1 cpu_us got_us diff_pct
+	local client=cgbd-client worker_cg=cgbd-worker wpid bpid r0 r1 c0 c1 cpu_us got_us diff_pct s u
 	mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
 	make_group $client 50000
 	make_group $worker_cg
@@ -375,6 +406,14 @@ guest_tests() {
 	printf '# %s\n' "${out//$'\n'/$'\n'# }"
 	out=$(bpftool map show name workers 2>&1)
 	check "bpftool map lists its workers map" '[[ $out == *"hash"*"workers"* ]]'
+	# What runs at every context switch and every accounting of any
+	# task's time runs only for what needs it: with a worker and no shared
+	# daemon in kernel mode, sched_stat_runtime's program (at every task's
+	# accounting: the worker stays stopped) and not the switch's.
+	read -r s u < <(runs_over borrowd_switch "$(runtime_prog)")
+	info "with a worker, no daemon, kernel mode: in 1 s borrowd_switch ran ${s:-?} times, $(runtime_prog) ${u:-?}"
+	check "a worker's time is counted, and nothing runs at a context switch (no daemon, kernel mode)" \
+		'[[ ${u:-0} -gt 0 && ${s:-1} -eq 0 ]]'
 
 	run_window $client 3
 	stats_clock_tests
@@ -427,6 +466,10 @@ guest_tests() {
 	wait_for "$tmp/borrowd2.log" "gone, charged" && rc=0 || rc=1
 	out=$(cat "$tmp/borrowd2.log")
 	check "a container that is gone drops its rule" '[[ $rc -eq 0 ]]'
+	read -r u < <(runs_over "$(runtime_prog)")
+	info "no worker left: in 1 s $(runtime_prog) ran ${u:-?} times"
+	check "... and with no worker left, nothing runs at the accounting of a task's time" \
+		'[[ ${u:-1} -eq 0 ]]'
 	kill -TERM "$bpid"
 	wait "$bpid"
 	thread_rule_tests
