@@ -264,12 +264,19 @@ static int nr_sorted_clients;
 /* The client of DAEMON for a container, made if new: NULL if none left. */
 static struct client *daemon_client(pid_t daemon, const struct bcg_container *c)
 {
+	/*
+	 * The key holds what cmp_client() reads and nothing else: a client
+	 * is some 8 KB (its group's paths), and a scan looks one up for
+	 * each of a daemon's files, 1,500 on a node of 500 containers.
+	 */
+	static struct client key;
 	static __u32 next_id = 1;
-	struct client key = { .daemon = daemon }, *cl;
 	__u64 zero = 0;
+	struct client *cl;
 	struct bcg g;
 	__u32 id;
 
+	key.daemon = daemon;
 	snprintf(key.container, sizeof(key.container), "%s", c->id);
 	cl = bsearch(&key, clients, nr_sorted_clients, sizeof(*clients), cmp_client);
 	if (cl)

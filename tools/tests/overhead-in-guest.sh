@@ -25,7 +25,7 @@
 #
 #   overhead-in-guest.sh [--seconds S] [--logging M] [--quota US] [--work US]
 #                        [--mode MODE] [--daemon NAME] [--engine podman|cri]
-#                        N...  (default: 10 100 500)
+#                        [--perf] N...  (default: 10 100 500)
 # --mode is borrowd's (auto, kernel or quota). Prints per N borrowd's CPU
 # (ms per s), its BPF programs' run time (kernel.bpf_stats_enabled, ms per
 # s, and per program the runs a second and ns a run), the two together
@@ -46,9 +46,14 @@
 # (borrowd's CPU time, its programs' run time and its counts, each taken at
 # once), not the time asked for, which a busy guest stretches. Exits 1
 # when a line's rounds exceed what its window allows.
+# With --perf, where the agent's CPU goes: perf(1) samples borrowd from
+# before the window to after it (cpu-clock, 499 Hz, in the kernel too),
+# and its functions that took 0.7 % or more of the samples follow each
+# line ("# perf"); the sampling adds to what the line counts, so a table's
+# boots run without it.
 set -uo pipefail
 
-secs=30 logging=0 mode=auto quota=50000 work=5000 daemon=() settle=12 engine=podman
+secs=30 logging=0 mode=auto quota=50000 work=5000 daemon=() settle=12 engine=podman profile=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--seconds) secs=$2; shift 2 ;;
@@ -58,13 +63,18 @@ while [[ $# -gt 0 ]]; do
 	--work) work=$2; shift 2 ;;
 	--daemon) daemon=(--daemon "$2"); shift 2 ;;
 	--engine) engine=$2; shift 2 ;;
-	-h | --help) sed -n '2,48p' "$0" | cut -c3-; exit 0 ;;
+	--perf) profile=1; shift ;;
+	-h | --help) sed -n '2,53p' "$0" | cut -c3-; exit 0 ;;
 	-*) echo "unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
 done
 [[ $# -gt 0 ]] || set -- 10 100 500
 [[ $engine == podman || $engine == cri ]] || { echo "--engine: podman or cri" >&2; exit 2; }
+if ((profile)) && ! command -v perf >/dev/null; then
+	echo "# --perf: no perf(1) here (Debian: linux-perf); the lines without a profile"
+	profile=0
+fi
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=scripts/guest-check.sh
@@ -319,16 +329,28 @@ for n in "$@"; do
 		read -r -t 0.1 -u 8
 	done
 	found=${EPOCHREALTIME/./}
+	# perf starts before the window (it reads the kernel's symbols first,
+	# for seconds under emulation) and stops after it.
+	if ((profile)); then
+		perf record -q -e cpu-clock -F 499 -g -p "$bpid" -o "$run/perf.data" >/dev/null 2>&1 &
+		ppid=$!
+	fi
 	while ((${EPOCHREALTIME/./} < found + settle * 1000000)); do read -r -t 0.5 -u 8; done
 	snap "$run/stats0.json"
 	b0=$BUSY
 	read -r -t "$secs" -u 8
 	snap "$run/stats1.json"
 	b1=$BUSY
+	if ((profile)); then
+		kill -INT "$ppid"
+		wait "$ppid"
+	fi
 	kill -TERM "$bpid"
 	wait "$bpid"
 	report "$run/stats0.json" "$run/stats1.json" "$b0" "$b1" "$n" "$logging" 2>"$run/bpf.txt" || status=1
 	cat "$run/bpf.txt"
+	((profile)) && perf report -i "$run/perf.data" --stdio --no-children --sort dso,sym -g none \
+		--percent-limit 0.7 2>/dev/null | grep -v '^#' | grep . | sed 's/^/# perf /'
 	# What borrowd said of quotas it restored or could not write, if anything.
 	grep "restored\|cannot" "$run/borrowd.log" | sed 's/^/# /' | head -5 || true
 done
