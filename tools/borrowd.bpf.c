@@ -293,10 +293,11 @@ static void group_usage(__u64 ns)
 }
 
 /*
- * Every context switch on the machine runs this: a per-CPU store, a hash
- * compare per daemon with daemons named, and while the quota mode tracks groups, one
- * per level between its groups' shallowest and deepest. (A worker's time
- * is borrowd_runtime's.)
+ * Every context switch on the machine runs this, where it is attached
+ * (with daemons named, or in quota mode): a per-CPU store, a compare per
+ * daemon with daemons named, and while the quota mode tracks groups, a
+ * hash lookup per level between its groups' shallowest and deepest. (A
+ * worker's time is borrowd_runtime's.)
  */
 SEC("tracepoint/sched/sched_switch")
 int borrowd_switch(struct sched_switch_args *ctx)

@@ -91,9 +91,10 @@ static bool daemon_known(pid_t pid)
 }
 
 /*
- * The daemons' tgids as the BPF programs compare them, with NR daemons
- * before the change: each slot below the count holds a live daemon all
- * along (one may be there twice meanwhile), a slot past it none.
+ * The daemons' tgids as the BPF programs compare them, after the list was
+ * compacted from NR daemons: the slots below the count are rewritten with
+ * the daemons kept, each held by its pidfd and alive at the last look (one
+ * may be there twice meanwhile), the slots past it cleared.
  */
 static void publish_daemons(int nr)
 {
@@ -117,8 +118,10 @@ static void daemon_add(pid_t pid, int pidfd)
 	read_comm(pid, daemons[nr_daemons].comm, sizeof(daemons[0].comm));
 	msg("shared daemon %d (%s): charging its threads by what they read",
 	    (int)pid, daemons[nr_daemons].comm);
+	/* Its slot alone: another daemon's may have gone since its last look. */
+	skel->bss->daemon_tgids[nr_daemons] = pid;
 	nr_daemons++;
-	publish_daemons(nr_daemons - 1);
+	__atomic_store_n(&skel->bss->nr_daemon_slots, nr_daemons, __ATOMIC_RELEASE);
 }
 
 static bool same_file(const struct stat *a, const struct stat *b)
