@@ -105,16 +105,22 @@ struct {
 volatile __u32 daemon_tgids[MAX_DAEMONS];
 volatile __u32 nr_daemon_slots;
 
-static __always_inline bool is_daemon(__u32 tgid)
+/* TGID's slot in daemon_tgids, or -1 if it is no daemon's. */
+static __always_inline int daemon_slot(__u32 tgid)
 {
 	__u32 n = nr_daemon_slots;
 
 	if (!tgid)
-		return false;
+		return -1;
 	for (__u32 i = 0; i < MAX_DAEMONS && i < n; i++)
 		if (daemon_tgids[i] == tgid)
-			return true;
-	return false;
+			return i;
+	return -1;
+}
+
+static __always_inline bool is_daemon(__u32 tgid)
+{
+	return daemon_slot(tgid) >= 0;
 }
 
 /*
@@ -442,6 +448,7 @@ int borrowd_fork(struct sched_wakeup_new_args *ctx)
 {
 	__u32 pid = ctx->pid;
 	struct worker_sum *w;
+	int slot;
 
 	w = worker_of(pid);
 	if (w)
@@ -450,9 +457,9 @@ int borrowd_fork(struct sched_wakeup_new_args *ctx)
 	bpf_map_delete_elem(&worker_threads, &pid);
 	if (!have_daemons)
 		return 0;
-	for (__u32 i = 0, n = nr_daemon_slots; i < MAX_DAEMONS && i < n; i++)
-		if (daemon_tgids[i] == pid)
-			daemon_tgids[i] = 0;
+	slot = daemon_slot(pid);
+	if (slot >= 0 && slot < MAX_DAEMONS)
+		daemon_tgids[slot] = 0;
 	/* A new thread starts with no client, whatever its tid's last did. */
 	bpf_map_delete_elem(&thread_clients, &pid);
 	return 0;

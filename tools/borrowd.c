@@ -868,8 +868,7 @@ int main(int argc, char **argv)
 		if (ret)
 			msg("worker %d: %s", (int)pending[i].pid, strerror(-ret));
 	}
-	if (!nr_rules)
-		worker_accounting(false);
+	worker_accounting(nr_rules > 0);
 	if (skel->links.borrowd_switch)
 		visit_cpus();
 

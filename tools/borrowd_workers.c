@@ -215,8 +215,7 @@ int add_rule(pid_t worker, unsigned long long start,
 					&entry, BPF_NOEXIST))
 		ret = -errno;
 	if (ret) {
-		if (!nr_rules)
-			worker_accounting(false);
+		worker_accounting(nr_rules > 0);
 		slot_put(entry.slot);
 		close(pidfd);
 		return ret;
@@ -231,8 +230,7 @@ int add_rule(pid_t worker, unsigned long long start,
 	    (events_fd >= 0 && epoll_ctl(events_fd, EPOLL_CTL_ADD, pidfd, &ev))) {
 		bpf_map_delete_elem(bpf_map__fd(skel->maps.workers), &worker);
 		bpf_map_delete_elem(bpf_map__fd(skel->maps.worker_threads), &worker);
-		if (!nr_rules)
-			worker_accounting(false);
+		worker_accounting(nr_rules > 0);
 		slot_put(entry.slot);
 		close(pidfd);
 		return -ESRCH;
@@ -273,8 +271,7 @@ static void remove_rule(struct rule *r)
 	gone_failed_us += r->acct.failed_us;
 	*r = rules[--nr_rules];
 	index_rebuild(nr_rules);
-	if (!nr_rules)
-		worker_accounting(false);
+	worker_accounting(nr_rules > 0);
 }
 
 void worker_exited(pid_t worker)
@@ -333,7 +330,8 @@ int runtime_record_layout(void)
 /*
  * sched_stat_runtime runs at every accounting of every task's time (a
  * few thousand times a second on a busy node): it is attached while a
- * worker has a rule, and only then. A node whose engines log through a
+ * worker has a rule, and only then (callers pass nr_rules > 0, or true
+ * just before a rule's entry is made). A node whose engines log through a
  * shared daemon (containerd's CRI plugin, dockerd) has no worker at all.
  * Returns 0 or -errno.
  */

@@ -380,7 +380,7 @@ many_cpus_tests() {
 }
 
 guest_tests() {
-	local client=cgbd-client worker_cg=cgbd-worker wpid bpid r0 r1 c0 c1 cpu_us got_us diff_pct s u
+	local client=cgbd-client worker_cg=cgbd-worker wpid bpid r0 r1 c0 c1 cpu_us got_us diff_pct s u rp
 	mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
 	make_group $client 50000
 	make_group $worker_cg
@@ -410,8 +410,9 @@ guest_tests() {
 	# task's time runs only for what needs it: with a worker and no shared
 	# daemon in kernel mode, sched_stat_runtime's program (at every task's
 	# accounting: the worker stays stopped) and not the switch's.
-	read -r s u < <(runs_over borrowd_switch "$(runtime_prog)")
-	info "with a worker, no daemon, kernel mode: in 1 s borrowd_switch ran ${s:-?} times, $(runtime_prog) ${u:-?}"
+	rp=$(runtime_prog)
+	read -r s u < <(runs_over borrowd_switch "$rp")
+	info "with a worker, no daemon, kernel mode: in 1 s borrowd_switch ran ${s:-?} times, $rp ${u:-?}"
 	check "a worker's time is counted, and nothing runs at a context switch (no daemon, kernel mode)" \
 		'[[ ${u:-0} -gt 0 && ${s:-1} -eq 0 ]]'
 
@@ -466,8 +467,8 @@ guest_tests() {
 	wait_for "$tmp/borrowd2.log" "gone, charged" && rc=0 || rc=1
 	out=$(cat "$tmp/borrowd2.log")
 	check "a container that is gone drops its rule" '[[ $rc -eq 0 ]]'
-	read -r u < <(runs_over "$(runtime_prog)")
-	info "no worker left: in 1 s $(runtime_prog) ran ${u:-?} times"
+	read -r u < <(runs_over "$rp")
+	info "no worker left: in 1 s $rp ran ${u:-?} times"
 	check "... and with no worker left, nothing runs at the accounting of a task's time" \
 		'[[ ${u:-1} -eq 0 ]]'
 	kill -TERM "$bpid"
