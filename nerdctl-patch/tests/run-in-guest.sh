@@ -89,15 +89,22 @@ seq 1 20000 >/tmp/want.out
 seq 1 1000 >/tmp/want.err
 
 # logs_match ID: the container's logs, per stream, are what it printed,
-# once its logging process has copied everything and exited.
+# once its logging process has copied everything: its json log holds as
+# many lines as the container printed (one more or less fails the
+# comparison after), 60 s at most after the exit. (The logging process
+# itself lives on until the task is deleted: the shim holds the pipes.)
 logs_match() {
-	local logger i
-	logger=$(cs_logger_pid "$1") || true
+	local log logger want i n=0
+	want=$(($(wc -l </tmp/want.out) + $(wc -l </tmp/want.err)))
 	cs_nerdctl wait "$1" >/dev/null
+	for log in /var/lib/nerdctl/*/containers/default/"$1/$1"-json.log; do :; done
 	for ((i = 0; i < 600; i++)); do
-		[[ -n $logger && -d /proc/$logger ]] || break
+		n=$(wc -l <"$log") && ((n >= want)) && break
 		cs_nap 0.1
 	done
+	logger=$(cs_logger_pid "$1") && logger="still runs (pid $logger)" || logger="has exited"
+	info "${1:0:12}: $n of $want lines in its json log $((i / 10)).$((i % 10)) s after the exit;" \
+		"its logging process $logger"
 	cs_nerdctl logs "$1" >/tmp/got.out 2>/tmp/got.err
 	cmp -s /tmp/got.out /tmp/want.out && cmp -s /tmp/got.err /tmp/want.err
 }
