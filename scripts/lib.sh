@@ -991,10 +991,15 @@ kernel_build_lock() {
 }
 
 # The ccache settings every kernel build uses; the same everywhere, or the
-# builds do not share the cache.
+# builds do not share the cache. Depend mode: a miss costs the compile and
+# no preprocessor run besides (the kernel's -Wp,-MMD names the headers).
+# Measured: the i386 KUnit kernel from an empty cache at make -j1, 538 s
+# in the default mode and 384 in depend mode against 377 and 368 without
+# ccache, two builds side by side each time; again from the cache, 50 s
+# (96 % hits).
 use_ccache() {
 	export CCACHE_DIR="$CFSB_CACHE/ccache" CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}
-	export CCACHE_COMPILERCHECK=content
+	export CCACHE_COMPILERCHECK=content CCACHE_DEPEND=1
 }
 
 series_patches() {

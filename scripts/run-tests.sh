@@ -246,7 +246,7 @@ static_checks() {
 	return $status
 }
 
-# The static checks run in the pool (below): what they need is installed
+# The static checks run beside the pool (below): what they need is installed
 # first, and the unpatched tree (checkpatch) is made with the patched one.
 # The stock kernel the tests boot is Debian's own build of the same source
 # version, the kernel users run (downloaded: seconds, where building it took
@@ -306,9 +306,9 @@ tools_build | tee "$results/tools-build.tap"
 # --- the instruction clock's VMs, beside the wall clock's ----------------
 # Each VM runs single-threaded TCG: one host CPU. The wall clock's VMs run
 # one at a time (their timings are the host's), so from here to the end of
-# step 7 (the checks of step 1's entry points, the vm-run.sh checks, KUnit
-# on i386, nerdctl's unit tests and every wall-clock VM) a worker runs the
-# instruction clock's VMs on the other CPU (a
+# step 7 (step 1's static checks and its entry points' checks, the
+# vm-run.sh checks and every wall-clock VM) a worker runs the instruction
+# clock's VMs, KUnit on i386 and nerdctl's unit tests on the other CPU (a
 # guest on that clock counts its time in instructions, whatever the host's
 # load); when the wall clock's VMs are done a second worker joins. Each
 # job runs once: the first worker to claim it runs it.
@@ -433,21 +433,23 @@ nerdctl_unit() {
 # while the series is built patch by patch (the patched kernel's image is
 # each patch's in turn); then, once it is done ($results/.patched-ready),
 # the others. Without, all at once. The longest first, from a cold cache
-# (in minutes on one CPU here: the i386 kernel's build 9, nerdctl's unit
-# tests 5, the engines on the patched kernel 6, the tools on the stock one
-# 5 on v1 and 4.5 on v2, test_cpu 5, the engines on the stock one 3.5),
-# so that the two workers end together.
-# The static checks first (3 minutes from a cold cache, most of it
-# fetching and unpacking the 7.2 source, on one CPU: in the pool rather
-# than before it, where the other CPU would wait); with --thorough after
-# the series patch by patch (one of them configures a kernel in the
-# patched tree).
+# (in minutes on one CPU, a fresh machine of 2026-12-06: the tools on the
+# stock kernel 7.5 on v2, the engines on the patched one 6.6, the i386
+# kernel's build and boot 6, test_cpu 5, the engines on the stock one 4.7,
+# nerdctl's unit tests 4.2), so that the two workers end together.
+# The static checks (2.5 minutes from a cold cache, most of it fetching
+# and unpacking the 7.2 source, on one CPU) are the wall clock's first
+# step without --thorough (the two sides' work is then about even: 35
+# minutes each on that machine), and run in the pool with it, after the
+# series patch by patch (one of them configures a kernel in the patched
+# tree). The i386 build (it takes the kernel build lock, as the static
+# checks' configurations do) starts once they are done: the wall clock's
+# side never waits for the lock.
 if ((thorough)); then
 	icount_jobs=(nerdctl-unit tools-stock-v1 tools-stock-v2 engines-stock)
 	icount_patched_jobs=(static-checks study-quick kunit-i386 engines-patched test-cpu)
 else
-	icount_jobs=(static-checks kunit-i386 engines-patched nerdctl-unit
-		test-cpu tools-stock-v2 engines-stock)
+	icount_jobs=(engines-patched tools-stock-v2 kunit-i386 test-cpu engines-stock nerdctl-unit)
 	icount_patched_jobs=()
 fi
 icount_job() {
@@ -487,6 +489,10 @@ if [[ $(nproc) -ge 2 ]]; then
 	log "the instruction clock's VMs: a worker from now on (icount-1.log)"
 	icount_worker 1 &
 	icount_worker_1=$!
+fi
+if ((thorough == 0)); then
+	log "static checks"
+	static_checks || true
 fi
 
 # --- 4. the patched kernel, patch by patch ---------------------------------
