@@ -99,7 +99,7 @@ logs_match() {
 	cs_nerdctl wait "$1" >/dev/null
 	for log in /var/lib/nerdctl/*/containers/default/"$1/$1"-json.log; do :; done
 	for ((i = 0; i < 600; i++)); do
-		n=$(wc -l <"$log") && ((n >= want)) && break
+		n=$(wc -l <"$log" 2>/dev/null) && ((n >= want)) && break
 		cs_nap 0.1
 	done
 	logger=$(cs_logger_pid "$1") && logger="still runs (pid $logger)" || logger="has exited"
