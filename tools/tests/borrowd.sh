@@ -722,6 +722,13 @@ pod_log_writer() {
 	dpid=$!
 	pids+=("$dpid")
 	echo "$dpid" >"$(cpu_root)/cgbd-worker/cgroup.procs"
+	# Until the daemon holds its log open, as a daemon does before its
+	# container runs: else a later daemon's log may be mapped before it.
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[[ $(readlink /proc/"$dpid"/fd/* 2>/dev/null) == *"$log"* ]] && return
+		sleep 0.1
+	done
 }
 
 pod_log_tests() {
@@ -793,8 +800,8 @@ log_watch_refused_tests() {
 	echo 0 >/proc/sys/fs/inotify/max_user_watches
 	start_borrowd "$tmp/lwr.log" --engines none --daemon "$d1" --daemon "$dpid" --scan-ms 200 \
 		--pod-logs "$tmp/containers"
-	wait_for "$tmp/lwr.log" "container cccccccccccc go to /cgbd-lwr2" && rc=0 || rc=1
-	grep -q "container cccccccccccc go to /cgbd-lwr$" "$tmp/lwr.log" || rc=1
+	wait_for "$tmp/lwr.log" "container cccccccccccc go to /cgbd-lwr2" &&
+		wait_for "$tmp/lwr.log" "container cccccccccccc go to /cgbd-lwr$" && rc=0 || rc=1
 	sleep 2
 	echo "$max" >/proc/sys/fs/inotify/max_user_watches
 	kill -TERM "$bpid" "$d1" "$dpid"
