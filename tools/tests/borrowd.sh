@@ -1092,6 +1092,36 @@ charge_file_tests() {
 	rmdir "${dirs[@]}"
 }
 
+# small_charge_at_exit: a busy worker charged to cgbd-light by a borrowd
+# with --min-charge-us 1000000 runs for 0.2 s and is stopped, and borrowd
+# is told to exit: $waited ms from the run's start to that, what it ran
+# ($due us) and what cgbd-light was charged ($got us); $rc 1 if borrowd
+# was not ready.
+small_charge_at_exit() {
+	local busy c0 c1 r0 r1 t0
+	spinner cgbd-worker
+	busy=$spid
+	kill -STOP "$busy"
+	c0=$(charged cgbd-light)
+	r0=$(runtime "$busy")
+	start_borrowd "$tmp/small-exit.log" --engines none --min-charge-us 1000000 \
+		--worker "$busy:/cgbd-light"
+	wait_for "$tmp/small-exit.log" "ready" && rc=0 || rc=1
+	# (No fork between the run's start and the exit: a slowed guest
+	# takes long over one.)
+	t0=${EPOCHREALTIME/./}
+	kill -CONT "$busy"
+	sleep 0.2
+	kill -STOP "$busy"
+	kill -TERM "$bpid"
+	waited=$(((${EPOCHREALTIME/./} - t0) / 1000))
+	r1=$(runtime "$busy")
+	wait "$bpid"
+	c1=$(charged cgbd-light)
+	kill -KILL "$busy"
+	got=$((c1 - c0)) due=$(((r1 - r0) / 1000))
+}
+
 # A charge under --min-charge-us (by default the CFS bandwidth slice, 5 ms)
 # waits for a later round, a second at most: a worker that runs less than
 # that a round costs about a charge a second, not ten, while a busy worker
@@ -1127,34 +1157,21 @@ small_charge_tests() {
 		'[[ $rc -eq 0 && $nl -ge 2 && $nl -le 8 && $due -lt 250000 ]]'
 	check "a busy worker is still charged every round ($nb charges in 5 s)" '[[ $nb -ge 35 ]]'
 
-	# Every charge waits a second: borrowd's exit, half a second after the
-	# worker (a busy loop) ran for 0.3 s, makes them.
+	# Every charge waits a second: borrowd's exit, a moment after the
+	# worker (a busy loop) ran for 0.2 s, makes them. Where the guest was
+	# too slow to send the exit within 900 ms of the run's start (it could
+	# have been charged for its age), the run is made again (3 tries).
 	kill -KILL "$light"
-	spinner cgbd-worker
-	busy=$spid
-	kill -STOP "$busy"
-	c0=$(charged cgbd-light)
-	r0=$(runtime "$busy")
-	start_borrowd "$tmp/small-exit.log" --engines none --min-charge-us 1000000 \
-		--worker "$busy:/cgbd-light"
-	wait_for "$tmp/small-exit.log" "ready" && rc=0 || rc=1
-	t0=${EPOCHREALTIME/./}
-	kill -CONT "$busy"
-	sleep 0.2
-	kill -STOP "$busy"
-	r1=$(runtime "$busy")
-	kill -TERM "$bpid"
-	waited=$(((${EPOCHREALTIME/./} - t0) / 1000))
-	wait "$bpid"
-	c1=$(charged cgbd-light)
-	kill -KILL "$busy"
-	got=$((c1 - c0)) due=$(((r1 - r0) / 1000))
+	local try
+	for ((try = 1; ; try++)); do
+		small_charge_at_exit
+		((waited < 900 || try == 3)) && break
+	done
 	out=$(tail -3 "$tmp/small-exit.log")
-	# (Within 900 ms of the run's start: not yet charged for its age.
-	# Within 5 %: what is checked is that the charge is made, not the
+	# (Within 5 %: what is checked is that the charge is made, not the
 	# accounting's precision, the 3 s window's check above: a run this
 	# short, on an emulated CPU that another VM slows, came out 2.5 % over.)
-	check "what waits is charged when borrowd exits (--min-charge-us 1000000: $got us of the $due us run, exit after $waited ms)" \
+	check "what waits is charged when borrowd exits (--min-charge-us 1000000: $got us of the $due us run, exit after $waited ms, try $try)" \
 		'[[ $rc -eq 0 && $due -gt 50000 && $waited -lt 900 ]] && python3 -c "import sys; sys.exit(abs($got - $due) > $due * 5 / 100)"'
 	rmdir "$(cpu_root)/cgbd-light" "$(cpu_root)/cgbd-busy"
 }
