@@ -975,7 +975,11 @@ use_go() {
 	# -p; default: one per CPU). -trimpath everywhere: no local paths in a
 	# binary, and the builds, go vet and go test share the build cache (from
 	# a cold cache, nerdctl's checks took 235 s instead of 275 on one CPU).
-	export GOFLAGS="-buildvcs=false -trimpath${CFSB_GO_JOBS:+ -p=$CFSB_GO_JOBS}" GOTOOLCHAIN=local CGO_ENABLED=0
+	# Go's build and module caches live with the rest under $CFSB_CACHE
+	# (an empty $CFSB_CACHE is a cold start), the modules writable so
+	# that a plain rm removes them.
+	export GOFLAGS="-buildvcs=false -trimpath -modcacherw${CFSB_GO_JOBS:+ -p=$CFSB_GO_JOBS}" GOTOOLCHAIN=local CGO_ENABLED=0
+	export GOCACHE=$CFSB_CACHE/go-build GOMODCACHE=$CFSB_CACHE/go-mod
 }
 
 # kernel_build_lock: one kernel build at a time on this machine (two would
