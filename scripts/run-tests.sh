@@ -462,6 +462,12 @@ icount_job() {
 	static-checks) static_checks || true ;;
 	esac
 }
+# timed_job NAME: icount_job NAME between the times it starts and ends.
+timed_job() {
+	echo "[$(date -u +%T)] $1"
+	icount_job "$1"
+	echo "[$(date -u +%T)] $1: done"
+}
 # icount_worker NAME: claims and runs jobs until none is left; its output
 # in icount-NAME.log.
 icount_worker() {
@@ -475,9 +481,7 @@ icount_worker() {
 			done
 		fi
 		mkdir "$results/.icount-job-$job" 2>/dev/null || continue
-		echo "[$(date -u +%T)] $job"
-		icount_job "$job"
-		echo "[$(date -u +%T)] $job: done"
+		timed_job "$job"
 	done >"$results/icount-$1.log" 2>&1
 }
 # (A host with one CPU runs them after the wall clock's VMs.)
@@ -499,9 +503,7 @@ idle_worker() {
 	local job
 	renice -n 19 -p "$BASHPID" >/dev/null
 	for job in "${idle_jobs[@]}"; do
-		echo "[$(date -u +%T)] $job"
-		icount_job "$job"
-		echo "[$(date -u +%T)] $job: done"
+		timed_job "$job"
 	done >"$results/idle.log" 2>&1
 }
 log "${idle_jobs[*]}: beside the VMs at the lowest priority (idle.log)"
