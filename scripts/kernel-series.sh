@@ -352,13 +352,21 @@ cmd_build_each() {
 	echo "$want" >"$stamp"
 }
 
-# The options the suite needs on top of kunit.py's i386 configuration.
+# The options the suite needs on top of kunit.py's i386 configuration, and
+# what the suite's guest does without (it boots from -kernel, prints on a
+# serial port and ends by a reboot): ACPI, io_uring and the block layer
+# are 30 % of that kernel's objects (767 left of 1077; its build on one CPU
+# 5.9 min, not 9, measured beside a VM on the other CPU).
 KUNIT_I386_CONFIG='CONFIG_KUNIT=y
 CONFIG_CGROUPS=y
 CONFIG_CGROUP_SCHED=y
 CONFIG_FAIR_GROUP_SCHED=y
 CONFIG_CFS_BANDWIDTH=y
-CONFIG_CFS_BANDWIDTH_BORROWING_KUNIT_TEST=y'
+CONFIG_CFS_BANDWIDTH_BORROWING_KUNIT_TEST=y
+CONFIG_EXPERT=y
+# CONFIG_ACPI is not set
+# CONFIG_IO_URING is not set
+# CONFIG_BLOCK is not set'
 
 cmd_kunit_i386() {
 	local jobs tree build
