@@ -247,13 +247,13 @@ fi
 # --- the last lines of a paced flood are logged when the task is deleted -----
 # The shim closes the pipes and sends SIGTERM to the logger as soon as the
 # task is deleted; the logger, paced behind the container, still has up to a
-# pipe of lines to copy. The container's 11000 lines (55 kB) fit in the
+# pipe of lines to copy. The container's 5500 lines (27 kB) fit in the
 # pipe: it has written them all at once. A quota of 100 ms per 1 s period
 # keeps the logger, paced by the debt, far behind, and would keep it waiting
 # for three periods once the container's tasks are gone: long enough for the
 # delete (under emulation, seconds after the exit) to come first.
 if section tail; then
-	tail_n=11000
+	tail_n=5500
 	seq 1 "$tail_n" >/tmp/want.tail
 	tail_run() { cs_run --cpuset-cpus 0 --cpu-quota 100000 --cpu-period 1000000 "$@"; }
 	# tail_check WHAT FILE: every line, in order, the last one included.
@@ -328,13 +328,13 @@ fi
 # message, then fail; run 3 stays quiet. nerdctl logs has every line of the
 # first two runs, byte for byte.
 if section restart; then
-	restart_n=11000
+	restart_n=5500
 	read -r -d '' crash_script <<-'EOF'
 		r=$(($(cat /runs 2>/dev/null || echo 0) + 1))
 		echo "$r" >/runs
 		if [ "$r" -eq 1 ]; then while [ ! -e /tmp/go ]; do sleep 0.1; done; fi
 		if [ "$r" -ge 3 ]; then touch /tmp/quiet; exec sleep 600; fi
-		awk -v r="$r" -v n=11000 'BEGIN { for (i = 1; i <= n; i++) print "run " r " line " i }'
+		awk -v r="$r" -v n=5500 'BEGIN { for (i = 1; i <= n; i++) print "run " r " line " i }'
 		echo "run $r: crashed"
 		exit 3
 	EOF
@@ -425,14 +425,14 @@ fi
 # once, quietly, as where a rootless logger may not charge) or EIO (the
 # charge is dropped, charging goes on, one warning), injected by strace into
 # the logging process's writes to cpu.cfs.borrowing_us from the middle of a
-# paced flood, for 10 s after the first failure: lines go on being logged
+# paced flood, for 5 s after the first failure: lines go on being logged
 # meanwhile (the readers may have been waiting for the debt when the writes
 # started to fail: they must not wait for good), every line is logged in
 # the end. (Every system call of the logging process
 # stops for strace while it is attached: hence a window.)
 injected_ids=()
 if section inject; then
-	inject_n=100000
+	inject_n=50000
 	seq 1 "$inject_n" >/tmp/want.inject
 	for errno in EPERM EIO; do
 		case $errno in EPERM) text="operation not permitted" ;; EIO) text="input/output error" ;; esac
@@ -452,7 +452,7 @@ if section inject; then
 			cs_nap 0.1
 		done
 		n0=$(wc -l <"$log")
-		cs_nap 10
+		cs_nap 5
 		n1=$(wc -l <"$log")
 		kill "$strace_pid" 2>/dev/null
 		wait "$strace_pid" 2>/dev/null
@@ -464,12 +464,12 @@ if section inject; then
 		injected=$(grep -c "= -1 $errno" /tmp/strace.out)
 		messages=$(grep "$id" "$CS_STATE/containerd.log" | grep -c "cpu-charge.*$text")
 		any=$(grep "$id" "$CS_STATE/containerd.log" | grep -c "cpu-charge")
-		info "$errno injected into $injected charge writes: $((n1 - n0)) lines logged in the 10 s after the first," \
+		info "$errno injected into $injected charge writes: $((n1 - n0)) lines logged in the 5 s after the first," \
 			"$got of $inject_n in all, $messages messages ($any from the charger)" \
 			"(the container $( ((exited)) && echo exited || echo 'was still blocked after 600 s'))"
 		check "$errno on the charge writes: lines logged meanwhile, every line in the end" \
 			'((injected > 0 && (n1 > n0 || n0 == inject_n) && exited)) && cmp -s /tmp/got.inject /tmp/want.inject' \
-			"$injected injected, $((n1 - n0)) lines logged in 10 s, $got in all, exited=$exited"
+			"$injected injected, $((n1 - n0)) lines logged in 5 s, $got in all, exited=$exited"
 		if [[ $errno == EPERM ]]; then
 			check "EPERM on the charge writes: charging stops at the first, no message in containerd's log" \
 				'((injected == 1 && any == 0))' \
@@ -489,7 +489,7 @@ fi
 # the charges fail (the kernel says ENODEV), the logger stops charging and
 # pacing, and every line is logged; an expected condition, no warning.
 if section vanish && [[ $manager == cgroupfs ]]; then
-	vanish_n=400000
+	vanish_n=200000
 	seq 1 "$vanish_n" >/tmp/want.vanish
 	log=/run/cfsb-vanish.json
 	rm -f "$log"
