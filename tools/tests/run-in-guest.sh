@@ -2,8 +2,10 @@
 # Runs the tools' test suites inside the guest (scripts/vm-run.sh), one
 # boot for all of them, and keeps each suite's TAP output in RESULTS_DIR.
 #   run-in-guest.sh RESULTS_DIR SUITE...
-# Suites: cgborrow and borrowd (on the patched kernel), cgborrow-stock and
-# borrowd-stock (the stock kernel's "lacks the feature" errors).
+# Suites: cgborrow and borrowd (on the patched kernel), borrowd-hierarchy
+# (borrowd's tests whose code reads the cgroup hierarchy: borrowd.sh guest
+# hierarchy, into borrowd.tap), cgborrow-stock and borrowd-stock (the stock
+# kernel's "lacks the feature" errors and borrowd's quota mode).
 # Runs only in that guest (scripts/guest-check.sh).
 set -uo pipefail
 
@@ -29,6 +31,7 @@ for suite in "$@"; do
 	cgborrow) run_suite cgborrow "$here/cgborrow.sh" guest || status=1 ;;
 	cgborrow-stock) run_suite cgborrow-stock "$here/cgborrow.sh" stock || status=1 ;;
 	borrowd) run_suite borrowd "$here/borrowd.sh" guest || status=1 ;;
+	borrowd-hierarchy) run_suite borrowd "$here/borrowd.sh" guest hierarchy || status=1 ;;
 	borrowd-stock) run_suite borrowd-stock "$here/borrowd.sh" stock || status=1 ;;
 	*) echo "unknown suite $suite" >&2; status=2 ;;
 	esac
