@@ -856,23 +856,34 @@ static long usage_at_the_bound(struct __test_metadata *_metadata, pid_t *hog,
  * spinners (one per CPU) live in a child gets what it gets with them in
  * the group itself, on cgroup v2 the only place for them in a pod-level
  * group. Either way that is a slice per busy CPU and period, of which at
- * least half, so that a floor missing in both places fails too.
+ * least half, so that a floor missing in both places fails too. A floor
+ * that misses the child's CPUs grants one slice a period in all, 1/nr of
+ * the group's, in every measurement; under emulation on a busy host one
+ * pair of four vCPUs read 80 % where others read 98 to 104 %, so the pair
+ * is measured again, three times at most, while the child's falls short.
  */
 TEST_F(borrowing, floor_counts_cpus_of_tasks_in_children)
 {
 	int nr = bcg_nr_spinners();
 	long in_group, below, slice;
 	char *below_cg;
+	int try;
 
 	slice = bcg_bandwidth_slice_usec();
 	ASSERT_LT(0, slice);
 	set_bandwidth(_metadata, self->child, nr * QUOTA_US);
-	in_group = usage_at_the_bound(_metadata, &self->hog, self->child, self->child, nr);
 	below_cg = bcg_create(self->child, "spinners");
 	ASSERT_NE(NULL, below_cg);
-	below = usage_at_the_bound(_metadata, &self->hog, self->child, below_cg, nr);
-	TH_LOG("%d spinners at the bound: %ld us in 2 s in the group, %ld in its child",
-	       nr, in_group, below);
+	for (try = 1; try <= 3; try++) {
+		in_group = usage_at_the_bound(_metadata, &self->hog, self->child,
+					      self->child, nr);
+		below = usage_at_the_bound(_metadata, &self->hog, self->child,
+					   below_cg, nr);
+		TH_LOG("try %d, %d spinners at the bound: %ld us in the group, %ld in its child",
+		       try, nr, in_group, below);
+		if (below >= in_group * 85 / 100)
+			break;
+	}
 	EXPECT_LE(2 * USEC_PER_SEC / PERIOD_US * nr * slice / 2, in_group);
 	EXPECT_LE(in_group * 85 / 100, below);
 	free(below_cg);
