@@ -455,10 +455,10 @@ nerdctl_unit() {
 # while the series is built patch by patch (the patched kernel's image is
 # each patch's in turn); then, once it is done ($results/.patched-ready),
 # the others. Without, all at once. The longest first, from a cold cache
-# (in minutes on one CPU, a fresh machine of 2026-12-06: the tools on the
-# stock kernel 7.5 on v2, the engines on the patched one 6.6, the i386
-# kernel's build and boot 6, test_cpu 5, the engines on the stock one
-# 4.7), so that the two workers end together. With --thorough the static
+# (in minutes on one CPU beside a VM, a fresh Intel Xeon machine of
+# 2026-12-06: the engines on the patched kernel 9.1, the tools on the
+# stock one 7.9, the i386 kernel's build and boot 7.7, test_cpu 5.4, the
+# engines on the stock kernel 1.4), so that the two workers end together. With --thorough the static
 # checks run in the pool, after the series patch by patch (one of them
 # configures a kernel in the patched tree); without, beside the VMs at
 # the lowest priority (idle_worker, below). The i386 build takes the
