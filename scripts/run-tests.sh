@@ -143,14 +143,15 @@ kernel 3.5).
 The VMs on the wall clock (3. to 7.) run one at a time: their timings are
 the host's. Beside them, on the other host CPU, one job at a time (a
 pool: icount-1.log, and icount-2.log after step 7, when a second worker
-joins): what counts no time, or counts it on the instruction clock
-(1.'s static checks, 7.'s engines and stock-kernel tools suites, 6., the
-i386 KUnit suite and nerdctl's unit tests, each on one CPU, and 8.'s
-study). The pool starts once the kernels, the tools, nerdctl, crictl and
-the images are built: the static checks, then the longest job first (with
---thorough, those that need neither the patched kernel nor its tree while
-the series is built patch by patch); the wall clock's VMs start after
-that.
+joins): what counts its time on the instruction clock (7.'s engines and
+stock-kernel tools suites, 6., the i386 KUnit suite, each on one CPU,
+and 8.'s study), the longest first (with --thorough, those that need
+neither the patched kernel nor its tree while the series is built patch
+by patch, then the static checks). What keeps no clock (1.'s static
+checks and nerdctl's unit tests; with --thorough the latter only) runs
+beside them at the lowest priority. Both start once the kernels, the
+tools, nerdctl, crictl and the images are built (the last four beside
+the kernel's build), as the wall clock's VMs do.
 TAP output of every suite is kept in the results directory (default
 results/tests).
 EOF
