@@ -327,12 +327,12 @@ cat "$results/vm-needs.log" "$results/tools-build.tap"
 # --- the instruction clock's VMs, beside the wall clock's ----------------
 # Each VM runs single-threaded TCG: one host CPU. The wall clock's VMs run
 # one at a time (their timings are the host's), so from here to the end of
-# step 7 (step 1's static checks and its entry points' checks, the
-# vm-run.sh checks and every wall-clock VM) a worker runs the instruction
-# clock's VMs, KUnit on i386 and nerdctl's unit tests on the other CPU (a
-# guest on that clock counts its time in instructions, whatever the host's
-# load); when the wall clock's VMs are done a second worker joins. Each
-# job runs once: the first worker to claim it runs it.
+# step 7 (step 1's entry points' checks, the vm-run.sh checks and every
+# wall-clock VM) a worker runs the instruction clock's VMs and KUnit on
+# i386 on the other CPU (a guest on that clock counts its time in
+# instructions, whatever the host's load); when the wall clock's VMs are
+# done a second worker joins. Each job runs once: the first worker to
+# claim it runs it. (What keeps no clock: idle_worker, below.)
 # The engines (patched kernel: borrowd's kernel mode; stock: its quota
 # mode, from its --stats) and the stock kernel's tools suites (quota mode,
 # v2 and v1) are on this clock because the quota mode's shares, its
@@ -459,8 +459,8 @@ nerdctl_unit() {
 # (in minutes on one CPU beside a VM, a fresh Intel Xeon machine of
 # 2026-12-06: the engines on the patched kernel 9.1, the tools on the
 # stock one 7.9, the i386 kernel's build and boot 7.7, test_cpu 5.4, the
-# engines on the stock kernel 1.4), so that the two workers end together. With --thorough the static
-# checks run in the pool, after the series patch by patch (one of them
+# engines on the stock kernel 1.4), so that the two workers end together.
+# With --thorough the static checks run in the pool, after the series patch by patch (one of them
 # configures a kernel in the patched tree); without, beside the VMs at
 # the lowest priority (idle_worker, below). The i386 build takes the
 # kernel build lock, as the static checks' configurations do: the wall

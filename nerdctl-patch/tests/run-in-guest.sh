@@ -432,7 +432,7 @@ fi
 # stops for strace while it is attached: hence a window.)
 injected_ids=()
 if section inject; then
-	inject_n=50000
+	inject_n=50000 inject_window_s=5
 	seq 1 "$inject_n" >/tmp/want.inject
 	for errno in EPERM EIO; do
 		case $errno in EPERM) text="operation not permitted" ;; EIO) text="input/output error" ;; esac
@@ -452,7 +452,7 @@ if section inject; then
 			cs_nap 0.1
 		done
 		n0=$(wc -l <"$log")
-		cs_nap 5
+		cs_nap "$inject_window_s"
 		n1=$(wc -l <"$log")
 		kill "$strace_pid" 2>/dev/null
 		wait "$strace_pid" 2>/dev/null
@@ -464,12 +464,12 @@ if section inject; then
 		injected=$(grep -c "= -1 $errno" /tmp/strace.out)
 		messages=$(grep "$id" "$CS_STATE/containerd.log" | grep -c "cpu-charge.*$text")
 		any=$(grep "$id" "$CS_STATE/containerd.log" | grep -c "cpu-charge")
-		info "$errno injected into $injected charge writes: $((n1 - n0)) lines logged in the 5 s after the first," \
+		info "$errno injected into $injected charge writes: $((n1 - n0)) lines logged in the $inject_window_s s after the first," \
 			"$got of $inject_n in all, $messages messages ($any from the charger)" \
 			"(the container $( ((exited)) && echo exited || echo 'was still blocked after 600 s'))"
 		check "$errno on the charge writes: lines logged meanwhile, every line in the end" \
 			'((injected > 0 && (n1 > n0 || n0 == inject_n) && exited)) && cmp -s /tmp/got.inject /tmp/want.inject' \
-			"$injected injected, $((n1 - n0)) lines logged in 5 s, $got in all, exited=$exited"
+			"$injected injected, $((n1 - n0)) lines logged in $inject_window_s s, $got in all, exited=$exited"
 		if [[ $errno == EPERM ]]; then
 			check "EPERM on the charge writes: charging stops at the first, no message in containerd's log" \
 				'((injected == 1 && any == 0))' \
